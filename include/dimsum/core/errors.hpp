@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// The exceptions dimsum throws. Every run-time check of a dynamic extent,
+/// an index or a file throws one of these, in release builds too.
+
+#include <stdexcept>
+#include <string>
+
+namespace dimsum {
+
+/// Base of every exception dimsum throws; `what()` starts with "dimsum: ".
+struct error : std::runtime_error {
+  explicit error(const std::string& message) : std::runtime_error("dimsum: " + message) {}
+};
+
+/// A dynamic extent disagrees with another extent of the same dim, an index
+/// is out of range, or an extent is unusable (zero where forbidden, overflow).
+/// The message names the dims and both extents.
+struct shape_error : error {
+  using error::error;
+};
+
+/// A `.npy` file could not be read or written: missing, malformed, wrong
+/// dtype, wrong rank or order, truncated. The message names the file.
+struct npy_error : error {
+  using error::error;
+};
+
+}  // namespace dimsum

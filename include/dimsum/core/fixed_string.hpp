@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// `fixed_string`: a string usable as a template argument (C++20 class NTTP),
+/// used for dim names and einsum strings.
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+#include <utility>
+
+namespace dimsum {
+
+/// A compile-time string literal; `fixed_string{"posn"}` holds "posn".
+template <std::size_t N>
+struct fixed_string {
+  char data[N]{};
+
+  constexpr fixed_string(const char (&s)[N]) { std::copy_n(s, N, data); }
+
+  /// The characters without the terminating NUL.
+  constexpr std::string_view view() const { return {data, N - 1}; }
+  static constexpr std::size_t size() { return N - 1; }
+};
+
+/// A name spelled as a character pack. Diagnostics carry names in this form
+/// because clang prints a `fixed_string` template argument as character
+/// codes but a character pack as characters.
+template <char... Cs>
+struct chars {
+  static constexpr char data[sizeof...(Cs) + 1] = {Cs..., '\0'};
+  static constexpr std::string_view view() { return {data, sizeof...(Cs)}; }
+};
+
+namespace detail {
+// Turns a constexpr string_view (given through a lambda so it stays a
+// constant expression) into a `chars<...>` pack.
+template <class Get, std::size_t... I>
+constexpr auto to_chars_impl(std::index_sequence<I...>) {
+  return chars<Get{}()[I]...>{};
+}
+template <class Get>
+using to_chars_t = decltype(to_chars_impl<Get>(std::make_index_sequence<Get{}().size()>{}));
+}  // namespace detail
+
+}  // namespace dimsum

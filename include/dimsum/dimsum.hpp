@@ -1,0 +1,20 @@
+#pragma once
+/// \file
+/// The umbrella header: includes every public header of dimsum.
+
+#include <dimsum/core/concepts.hpp>
+#include <dimsum/core/diagnostics.hpp>
+#include <dimsum/core/dim.hpp>
+#include <dimsum/core/dim_list.hpp>
+#include <dimsum/core/errors.hpp>
+#include <dimsum/core/fixed_string.hpp>
+#include <dimsum/ops/einsum.hpp>
+#include <dimsum/ops/elementwise.hpp>
+#include <dimsum/ops/mask.hpp>
+#include <dimsum/ops/reduce.hpp>
+#include <dimsum/ops/rename.hpp>
+#include <dimsum/ops/softmax.hpp>
+#include <dimsum/tensor/named.hpp>
+#include <dimsum/tensor/tensor.hpp>
+#include <dimsum/tensor/tensor_view.hpp>
+#include <dimsum/io/print.hpp>

@@ -1,0 +1,313 @@
+#pragma once
+/// \file
+/// Element-wise operations with strict broadcasting by name: `+ - * /`,
+/// unary minus, `exp`, `sqrt`, comparisons, `where`, `cast`, `outer`, and
+/// scalar operands.
+///
+/// Shape rule (DESIGN.md §5): the result has the left operand's dims, then
+/// the right operand's dims that the left lacks, in the right operand's
+/// order. Shared dims must agree in extent (static: compile error; dynamic:
+/// `shape_error` when the expression is built). Two tensors that share no
+/// dim do not combine (compile error) unless one is a scalar or rank 0, or
+/// the outer product is asked for with `outer(a, b)`.
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <dimsum/tensor/tensor.hpp>
+
+namespace dimsum {
+
+/// A scalar as a rank-0 expression.
+template <class T>
+struct scalar_expr : expression_tag {
+  using value_type = T;
+  using dims = dim_list<>;
+  static constexpr std::size_t rank = 0;
+  T value;
+
+  explicit scalar_expr(T v) : value(v) {}
+  std::array<std::size_t, 0> extents() const { return {}; }
+
+  struct evaluator_type {
+    T value;
+    void seek(const std::size_t*) {}
+    T operator[](std::size_t) const { return value; }
+  };
+  template <class Root>
+  evaluator_type evaluator() const {
+    return {value};
+  }
+  void eval_to(const strided<T, 0>& dst) const { *dst.data = value; }
+};
+
+namespace ops {
+// Functors name the operation: the planner recognises them (e.g. a scale
+// `* s` or `/ s` in front of a softmax) and errors quote `name`.
+struct plus { static constexpr const char* name = "element-wise +"; template <class A, class B> auto operator()(A a, B b) const { return a + b; } };
+struct minus { static constexpr const char* name = "element-wise -"; template <class A, class B> auto operator()(A a, B b) const { return a - b; } };
+struct multiplies { static constexpr const char* name = "element-wise *"; template <class A, class B> auto operator()(A a, B b) const { return a * b; } };
+struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { return a / b; } };
+struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return -a; } };
+struct exp { static constexpr const char* name = "exp"; template <class A> A operator()(A a) const { return std::exp(a); } };
+struct sqrt { static constexpr const char* name = "sqrt"; template <class A> A operator()(A a) const { return std::sqrt(a); } };
+struct less { static constexpr const char* name = "<"; template <class A, class B> bool operator()(A a, B b) const { return a < b; } };
+struct less_equal { static constexpr const char* name = "<="; template <class A, class B> bool operator()(A a, B b) const { return a <= b; } };
+struct greater { static constexpr const char* name = ">"; template <class A, class B> bool operator()(A a, B b) const { return a > b; } };
+struct greater_equal { static constexpr const char* name = ">="; template <class A, class B> bool operator()(A a, B b) const { return a >= b; } };
+struct equal_to { static constexpr const char* name = "=="; template <class A, class B> bool operator()(A a, B b) const { return a == b; } };
+struct not_equal_to { static constexpr const char* name = "!="; template <class A, class B> bool operator()(A a, B b) const { return a != b; } };
+struct logical_and { static constexpr const char* name = "&&"; bool operator()(bool a, bool b) const { return a && b; } };
+struct logical_or { static constexpr const char* name = "||"; bool operator()(bool a, bool b) const { return a || b; } };
+struct logical_not { static constexpr const char* name = "!"; bool operator()(bool a) const { return !a; } };
+struct where { static constexpr const char* name = "where"; template <class A, class B> auto operator()(bool c, A a, B b) const { return c ? a : b; } };
+// masked_fill(t, mask, v): t where the mask is false, v where it is true.
+struct masked_fill { static constexpr const char* name = "masked_fill"; template <class A, class B> A operator()(A t, bool m, B v) const { return m ? static_cast<A>(v) : t; } };
+template <class T>
+struct cast { static constexpr const char* name = "cast"; template <class A> T operator()(A a) const { return static_cast<T>(a); } };
+}  // namespace ops
+
+namespace detail {
+template <class... Ls>
+struct union_all;
+template <class L>
+struct union_all<L> {
+  using type = L;
+};
+template <class A, class B, class... Rest>
+struct union_all<A, B, Rest...> {
+  using type = typename union_all<union_t<A, B>, Rest...>::type;
+};
+
+/// Reports the first shared dim of A and B whose static extents differ.
+template <class A, class B>
+constexpr bool check_static_agreement() {
+  constexpr auto bad = [] {
+    for (std::size_t i = 0; i < A::size; ++i) {
+      std::size_t j = find_name(B::names, A::names[i]);
+      if (j != npos && A::static_extents[i] != dynamic && B::static_extents[j] != dynamic &&
+          A::static_extents[i] != B::static_extents[j])
+        return std::pair<std::size_t, std::size_t>{i, j};
+    }
+    return std::pair<std::size_t, std::size_t>{npos, npos};
+  }();
+  if constexpr (bad.first != npos) {
+    report<static_extent_mismatch<diagnostic_name_t<at_t<A, bad.first>>, extent_c<A::static_extents[bad.first]>,
+                                  extent_c<B::static_extents[bad.second]>>>();
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
+/// A lazy element-wise operation `Op` over named expressions `Args`.
+template <class Op, class... Args>
+class elementwise_expr : public expression_tag {
+ public:
+  using dims = typename detail::union_all<dims_of_t<Args>...>::type;
+  using value_type = std::remove_cvref_t<decltype(Op{}(std::declval<value_type_of_t<Args>>()...))>;
+  static constexpr std::size_t rank = dims::size;
+  using operands_type = std::tuple<detail::closure_t<Args>...>;
+
+  template <class... A>
+  explicit elementwise_expr(Op op, A&&... args) : op_(op), args_(std::forward<A>(args)...) {
+    compute_extents(std::index_sequence_for<Args...>{});
+  }
+
+  const std::array<std::size_t, rank>& extents() const { return extents_; }
+  const operands_type& operands() const { return args_; }
+  const Op& op() const { return op_; }
+
+  template <class Root>
+  auto evaluator() const {
+    return std::apply([&](const auto&... a) { return evaluator_type<Root, decltype(a.template evaluator<Root>())...>{op_, {a.template evaluator<Root>()...}}; }, args_);
+  }
+  void eval_to(const strided<value_type, rank>& dst) const {
+    auto ev = evaluator<dims>();
+    detail::run_elementwise(dst, ev);
+  }
+
+ private:
+  template <class Root, class... Evs>
+  struct evaluator_type {
+    Op op;
+    std::tuple<Evs...> evs;
+    void seek(const std::size_t* idx) {
+      std::apply([&](auto&... e) { (e.seek(idx), ...); }, evs);
+    }
+    auto operator[](std::size_t j) const {
+      return std::apply([&](const auto&... e) { return op(e[j]...); }, evs);
+    }
+  };
+
+  template <std::size_t... I>
+  void compute_extents(std::index_sequence<I...>) {
+    std::array<bool, rank> seen{};
+    (merge_extents<I>(seen), ...);
+  }
+  template <std::size_t I>
+  void merge_extents(std::array<bool, rank>& seen) {
+    using A = dims_of_t<std::tuple_element_t<I, std::tuple<Args...>>>;
+    constexpr auto pos = positions_in<A, dims>();
+    const auto ext = std::get<I>(args_).extents();
+    for (std::size_t k = 0; k < A::size; ++k) {
+      if (seen[pos[k]]) {
+        detail::check_extent(A::names[k], extents_[pos[k]], ext[k], Op::name);
+      } else {
+        extents_[pos[k]] = ext[k];
+        seen[pos[k]] = true;
+      }
+    }
+  }
+
+  Op op_;
+  operands_type args_;
+  std::array<std::size_t, rank> extents_{};
+};
+
+namespace detail {
+template <class X, class T>
+auto as_expression(X&& x) {
+  if constexpr (named_expression<X>)
+    return std::forward<X>(x);
+  else
+    return scalar_expr<T>(static_cast<T>(x));
+}
+// The value type a scalar adopts next to an expression: the expression's
+// (a float tensor times 0.5 stays float, as in PyTorch).
+template <class A, class B>
+struct operand_value {
+  using type = value_type_of_t<B>;
+};
+template <named_expression A, class B>
+struct operand_value<A, B> {
+  using type = value_type_of_t<A>;
+};
+template <class A, class B>
+using operand_value_t = typename operand_value<A, B>::type;
+
+/// Builds an element-wise node after the compile-time checks. Strict says
+/// whether two non-scalar operands must share a dim.
+template <bool Strict, class Op, class... X>
+auto make_elementwise(Op op, X&&... x) {
+  if constexpr ((is_invalid_v<X> || ...)) {
+    return invalid_expression{};
+  } else {
+    return make_checked<Strict>(op, std::forward<X>(x)...);
+  }
+}
+template <bool Strict, class Op, class A, class B>
+auto make_checked(Op op, A&& a, B&& b) {
+  using LA = dims_of_t<A>;
+  using LB = dims_of_t<B>;
+  if constexpr (Strict && LA::size > 0 && LB::size > 0 && !share_a_dim_v<LA, LB>) {
+    report<elementwise_operands_share_no_dim<diagnostic_dims_t<LA>, diagnostic_dims_t<LB>>>();
+    return invalid_expression{};
+  } else if constexpr (!check_static_agreement<LA, LB>()) {
+    return invalid_expression{};
+  } else {
+    return elementwise_expr<Op, A, B>(op, std::forward<A>(a), std::forward<B>(b));
+  }
+}
+template <bool Strict, class Op, class A>
+auto make_checked(Op op, A&& a) {
+  return elementwise_expr<Op, A>(op, std::forward<A>(a));
+}
+template <bool Strict, class Op, class A, class B, class C>
+auto make_checked(Op op, A&& a, B&& b, C&& c) {
+  using LA = dims_of_t<A>;
+  using LB = dims_of_t<B>;
+  using LC = dims_of_t<C>;
+  using LAB = union_t<LA, LB>;
+  if constexpr (Strict && LA::size > 0 && LB::size > 0 && !share_a_dim_v<LA, LB>) {
+    report<elementwise_operands_share_no_dim<diagnostic_dims_t<LA>, diagnostic_dims_t<LB>>>();
+    return invalid_expression{};
+  } else if constexpr (Strict && LAB::size > 0 && LC::size > 0 && !share_a_dim_v<LAB, LC>) {
+    report<elementwise_operands_share_no_dim<diagnostic_dims_t<LAB>, diagnostic_dims_t<LC>>>();
+    return invalid_expression{};
+  } else if constexpr (!check_static_agreement<LA, LB>() || !check_static_agreement<LAB, LC>()) {
+    return invalid_expression{};
+  } else {
+    return elementwise_expr<Op, A, B, C>(op, std::forward<A>(a), std::forward<B>(b), std::forward<C>(c));
+  }
+}
+
+template <class A, class B>
+concept binary_operands = (named_expression<A> && (named_expression<B> || scalar<B>)) ||
+                          (scalar<A> && named_expression<B>);
+
+template <class Op, class A, class B>
+auto binary(A&& a, B&& b) {
+  using T = operand_value_t<A, B>;
+  return make_elementwise<true>(Op{}, as_expression<A, T>(std::forward<A>(a)), as_expression<B, T>(std::forward<B>(b)));
+}
+}  // namespace detail
+
+#define DIMSUM_BINARY_OPERATOR_(sym, functor)                      \
+  template <class A, class B>                                      \
+    requires detail::binary_operands<A, B>                         \
+  auto operator sym(A&& a, B&& b) {                                \
+    return detail::binary<ops::functor>(std::forward<A>(a), std::forward<B>(b)); \
+  }
+DIMSUM_BINARY_OPERATOR_(+, plus)
+DIMSUM_BINARY_OPERATOR_(-, minus)
+DIMSUM_BINARY_OPERATOR_(*, multiplies)
+DIMSUM_BINARY_OPERATOR_(/, divides)
+DIMSUM_BINARY_OPERATOR_(<, less)
+DIMSUM_BINARY_OPERATOR_(<=, less_equal)
+DIMSUM_BINARY_OPERATOR_(>, greater)
+DIMSUM_BINARY_OPERATOR_(>=, greater_equal)
+DIMSUM_BINARY_OPERATOR_(==, equal_to)
+DIMSUM_BINARY_OPERATOR_(!=, not_equal_to)
+DIMSUM_BINARY_OPERATOR_(&&, logical_and)
+DIMSUM_BINARY_OPERATOR_(||, logical_or)
+#undef DIMSUM_BINARY_OPERATOR_
+
+/// Unary minus.
+template <named_expression E>
+auto operator-(E&& e) {
+  return detail::make_elementwise<true>(ops::negate{}, std::forward<E>(e));
+}
+/// Logical not of a boolean expression.
+template <named_expression E>
+auto operator!(E&& e) {
+  return detail::make_elementwise<true>(ops::logical_not{}, std::forward<E>(e));
+}
+/// Element-wise e^x.
+template <named_expression E>
+auto exp(E&& e) {
+  return detail::make_elementwise<true>(ops::exp{}, std::forward<E>(e));
+}
+/// Element-wise square root.
+template <named_expression E>
+auto sqrt(E&& e) {
+  return detail::make_elementwise<true>(ops::sqrt{}, std::forward<E>(e));
+}
+/// Element-wise conversion to value type T.
+template <class T, named_expression E>
+auto cast(E&& e) {
+  return detail::make_elementwise<true>(ops::cast<T>{}, std::forward<E>(e));
+}
+
+/// `a` where `cond` is true, else `b`; the dims are cond's, then a's, then
+/// b's new ones, with the strict broadcasting rule between them.
+template <named_expression C, class A, class B>
+  requires(named_expression<A> || scalar<A>) && (named_expression<B> || scalar<B>)
+auto where(C&& cond, A&& a, B&& b) {
+  using T = typename std::conditional_t<named_expression<A>, detail::operand_value<A, B>, detail::operand_value<B, A>>::type;
+  return detail::make_elementwise<true>(ops::where{}, std::forward<C>(cond), detail::as_expression<A, T>(std::forward<A>(a)),
+                                        detail::as_expression<B, T>(std::forward<B>(b)));
+}
+
+/// The outer product: `a * b` for operands that may share no dim.
+template <named_expression A, named_expression B>
+auto outer(A&& a, B&& b) {
+  return detail::make_elementwise<false>(ops::multiplies{}, std::forward<A>(a), std::forward<B>(b));
+}
+
+}  // namespace dimsum

@@ -1,0 +1,91 @@
+#pragma once
+/// \file
+/// `rename<From, To>(t)`: the same data with dim From called To. Free at run
+/// time: a view for an lvalue tensor, the same storage for an rvalue, a
+/// relabelled node for a lazy expression. Self-attention uses it to tell
+/// query positions from key positions.
+
+#include <array>
+#include <cstddef>
+#include <utility>
+
+#include <dimsum/ops/elementwise.hpp>
+
+namespace dimsum {
+
+namespace detail {
+template <class L, class From, class To>
+struct replace_dim;
+template <class... Ds, class From, class To>
+struct replace_dim<dim_list<Ds...>, From, To> {
+  using type = dim_list<std::conditional_t<Ds::name.view() == From::name.view(), To, Ds>...>;
+};
+}  // namespace detail
+
+/// L with the dim named like From replaced by To.
+template <class L, dimension From, dimension To>
+using replace_dim_t = typename detail::replace_dim<L, From, To>::type;
+
+/// A lazy expression E with dim From called To.
+template <dimension From, dimension To, class E>
+class rename_expr : public expression_tag {
+ public:
+  using value_type = value_type_of_t<E>;
+  using dims = replace_dim_t<dims_of_t<E>, From, To>;
+  static constexpr std::size_t rank = dims::size;
+
+  template <class X>
+  explicit rename_expr(X&& e) : e_(std::forward<X>(e)) {
+    detail::check_static_extents<dims>(e_.extents(), "rename");
+  }
+  auto extents() const { return e_.extents(); }
+  const auto& operand() const { return e_; }
+
+  template <class Root>
+  auto evaluator() const {
+    // The inner expression sees the root with To called From again.
+    return e_.template evaluator<replace_dim_t<Root, To, From>>();
+  }
+  void eval_to(const strided<value_type, rank>& dst) const { e_.eval_to(dst); }
+
+ private:
+  detail::closure_t<E> e_;
+};
+
+/// Renames dim From to To: `rename<posn, k_posn>(k)`. From must be a dim of
+/// t and To must not be (compile errors); if both have static extents they
+/// must agree, and a static To is checked against t's extent at run time.
+template <dimension From, dimension To, named_expression E>
+auto rename(E&& e) {
+  using L = dims_of_t<E>;
+  using X = std::remove_cvref_t<E>;
+  if constexpr (is_invalid_v<E>) {
+    return invalid_expression{};
+  } else if constexpr (!contains_v<L, From>) {
+    detail::report<rename_source_is_not_a_dim_of_the_tensor<diagnostic_name_t<From>, diagnostic_dims_t<L>>>();
+    return invalid_expression{};
+  } else if constexpr (From::name.view() != To::name.view() && contains_v<L, To>) {
+    detail::report<rename_target_is_already_a_dim_of_the_tensor<diagnostic_name_t<To>, diagnostic_dims_t<L>>>();
+    return invalid_expression{};
+  } else if constexpr (!detail::check_static_agreement<dim_list<detail::at_t<L, index_of<L>(From::name.view())>>,
+                                                         dim_list<dimsum::dim<From::name, To::static_extent>>>()) {
+    return invalid_expression{};
+  } else {
+    using R = replace_dim_t<L, From, To>;
+    if constexpr (requires { e.data(); e.strides(); }) {
+      detail::check_static_extents<R>(e.extents(), "rename");
+      if constexpr (std::is_lvalue_reference_v<E>) {
+        using T = std::remove_pointer_t<decltype(e.data())>;
+        return view_for_t<T, R>(e.data(), e.extents(), e.strides());
+      } else if constexpr (requires { e.storage(); }) {
+        return tensor_for_t<value_type_of_t<X>, R>::adopt(std::move(e.storage()));
+      } else {
+        return view_for_t<std::remove_pointer_t<decltype(e.data())>, R>(e.data(), e.extents(), e.strides());
+      }
+    } else {
+      return rename_expr<From, To, E>(std::forward<E>(e));
+    }
+  }
+}
+
+}  // namespace dimsum

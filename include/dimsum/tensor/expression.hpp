@@ -1,0 +1,223 @@
+#pragma once
+/// \file
+/// The protocol every named expression follows (tensors, views and lazy
+/// nodes), closure semantics, and the generic element-wise evaluation loop.
+///
+/// A named expression E has
+///   - `value_type`, `dims` (a dim_list) and `rank`;
+///   - `extents()`: its run-time extents in `dims` order, checked when the
+///     expression was built (so a shape error is thrown before any work);
+///   - `eval_to(strided<value_type, rank>)`: writes itself into a strided
+///     destination whose extents and strides are given in E's dims order
+///     (the caller permutes them: names, not positions, place the data);
+///   - `evaluator<Root>()`: an element-wise cursor over the index space of a
+///     root expression with dims `Root`, used to fuse element-wise trees.
+/// Expressions that are not element-wise (einsum, reductions, softmax)
+/// materialise into a temporary when an element-wise parent asks for an
+/// evaluator; assigned directly, they write straight into the destination.
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <dimsum/core/diagnostics.hpp>
+#include <dimsum/core/dim_list.hpp>
+#include <dimsum/core/errors.hpp>
+
+namespace dimsum {
+
+/// Base of every named expression; `named_expression<E>` tests for it.
+struct expression_tag {};
+
+/// Anything with named dims: a tensor, a view, or a lazy expression.
+template <class E>
+concept named_expression = std::is_base_of_v<expression_tag, std::remove_cvref_t<E>>;
+
+/// The dims (a dim_list) of a named expression.
+template <class E>
+using dims_of_t = typename std::remove_cvref_t<E>::dims;
+
+/// The element type of a named expression.
+template <class E>
+using value_type_of_t = typename std::remove_cvref_t<E>::value_type;
+
+/// A scalar that can stand on one side of an element-wise operation.
+template <class S>
+concept scalar = std::is_arithmetic_v<std::remove_cvref_t<S>>;
+
+/// The result of an expression that failed a compile-time shape check. It
+/// absorbs every further operation, so one mistake yields one diagnostic.
+struct invalid_expression : expression_tag {
+  using value_type = float;
+  using dims = dim_list<>;
+  static constexpr std::size_t rank = 0;
+};
+
+template <class E>
+inline constexpr bool is_invalid_v = std::is_same_v<std::remove_cvref_t<E>, invalid_expression>;
+
+/// A name-free strided block of memory: what kernels see.
+template <class T, std::size_t R>
+struct strided {
+  T* data = nullptr;
+  std::array<std::size_t, R> extents{};
+  std::array<std::ptrdiff_t, R> strides{};
+};
+
+namespace detail {
+
+/// xtensor's closure semantics: an lvalue is held by const reference, an
+/// rvalue is moved in and owned by the expression.
+template <class E>
+using closure_t = std::conditional_t<std::is_lvalue_reference_v<E>, const std::remove_reference_t<E>&,
+                                     std::remove_cvref_t<E>>;
+
+inline std::size_t checked_product(const std::size_t* extents, std::size_t n) {
+  std::size_t p = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (extents[i] != 0 && p > static_cast<std::size_t>(-1) / extents[i])
+      throw shape_error("the product of the extents overflows std::size_t");
+    p *= extents[i];
+  }
+  return p;
+}
+
+/// Row-major (C order) strides for the given extents.
+template <std::size_t R>
+std::array<std::ptrdiff_t, R> row_major_strides(const std::array<std::size_t, R>& ext) {
+  std::array<std::ptrdiff_t, R> s{};
+  std::ptrdiff_t acc = 1;
+  for (std::size_t i = R; i-- > 0;) {
+    s[i] = acc;
+    acc *= static_cast<std::ptrdiff_t>(ext[i] == 0 ? 1 : ext[i]);
+  }
+  return s;
+}
+
+/// Checks that two extents of the dim `name` agree; `where` says which
+/// operation compared them.
+inline void check_extent(std::string_view name, std::size_t a, std::size_t b, const char* where) {
+  if (a != b)
+    throw shape_error(std::string(where) + ": dim '" + std::string(name) + "' has extent " + std::to_string(a) +
+                      " on the left but " + std::to_string(b) + " on the right");
+}
+
+/// Checks a run-time extent against a dim's static extent.
+template <class D>
+void check_static_extent(std::size_t e, const char* where) {
+  if constexpr (D::is_static) {
+    if (e != D::static_extent)
+      throw shape_error(std::string(where) + ": dim '" + std::string(D::name.view()) + "' is static with extent " +
+                        std::to_string(D::static_extent) + " but got extent " + std::to_string(e));
+  }
+}
+
+template <class L, std::size_t... I>
+void check_static_extents_impl([[maybe_unused]] const std::array<std::size_t, L::size>& e, [[maybe_unused]] const char* where,
+                               std::index_sequence<I...>) {
+  (check_static_extent<at_t<L, I>>(e[I], where), ...);
+}
+/// Checks every static dim of L against the extents e (in L's order).
+template <class L>
+void check_static_extents(const std::array<std::size_t, L::size>& e, const char* where) {
+  check_static_extents_impl<L>(e, where, std::make_index_sequence<L::size>{});
+}
+
+/// Strides of a source laid out in dims `Src`, seen from a root with dims
+/// `Root`: 0 for root dims the source lacks (broadcast).
+template <class Root, class Src>
+std::array<std::ptrdiff_t, Root::size> strides_in_root(const std::array<std::ptrdiff_t, Src::size>& s) {
+  constexpr auto pos = positions_in<Root, Src>();
+  std::array<std::ptrdiff_t, Root::size> out{};
+  for (std::size_t i = 0; i < Root::size; ++i) out[i] = pos[i] == npos ? 0 : s[pos[i]];
+  return out;
+}
+
+/// Element-wise cursor over a strided leaf. `seek` takes the root
+/// multi-index (its innermost entry is ignored); `operator[]` the innermost.
+template <class T, std::size_t R>
+struct leaf_evaluator {
+  const T* data;
+  std::array<std::ptrdiff_t, R> strides;
+  const T* base = nullptr;
+
+  void seek(const std::size_t* idx) {
+    const T* p = data;
+    for (std::size_t i = 0; i + 1 < R; ++i) p += static_cast<std::ptrdiff_t>(idx[i]) * strides[i];
+    base = p;
+  }
+  T operator[](std::size_t j) const {
+    if constexpr (R == 0)
+      return *base;
+    else
+      return base[static_cast<std::ptrdiff_t>(j) * strides[R - 1]];
+  }
+};
+
+/// A leaf evaluator that owns the temporary it reads (a materialised
+/// non-element-wise child).
+template <class Tensor, class Root>
+struct owning_evaluator {
+  Tensor tmp;
+  leaf_evaluator<typename Tensor::value_type, Root::size> ev;
+
+  explicit owning_evaluator(Tensor&& t)
+      : tmp(std::move(t)),
+        ev{tmp.data(), strides_in_root<Root, typename Tensor::dims>(tmp.strides())} {}
+  owning_evaluator(owning_evaluator&& o) noexcept
+      : tmp(std::move(o.tmp)), ev{tmp.data(), o.ev.strides} {}
+  void seek(const std::size_t* idx) { ev.seek(idx); }
+  auto operator[](std::size_t j) const { return ev[j]; }
+};
+
+/// Runs an element-wise evaluator over the extents `ext` and stores each
+/// value into `dst` (all in the root's dims order).
+template <class T, std::size_t R, class Ev>
+void run_elementwise(const strided<T, R>& dst, Ev& ev) {
+  const auto& ext = dst.extents;
+  if constexpr (R == 0) {
+    ev.seek(nullptr);
+    *dst.data = static_cast<T>(ev[0]);
+  } else {
+    for (std::size_t i = 0; i < R; ++i)
+      if (ext[i] == 0) return;
+    std::array<std::size_t, R> idx{};
+    const std::size_t inner = ext[R - 1];
+    const std::ptrdiff_t ds = dst.strides[R - 1];
+    while (true) {
+      ev.seek(idx.data());
+      T* out = dst.data;
+      for (std::size_t i = 0; i + 1 < R; ++i) out += static_cast<std::ptrdiff_t>(idx[i]) * dst.strides[i];
+      if (ds == 1) {
+        for (std::size_t j = 0; j < inner; ++j) out[j] = static_cast<T>(ev[j]);
+      } else {
+        for (std::size_t j = 0; j < inner; ++j) out[static_cast<std::ptrdiff_t>(j) * ds] = static_cast<T>(ev[j]);
+      }
+      // Odometer over the outer dims.
+      std::size_t d = R - 1;
+      while (d > 0) {
+        --d;
+        if (++idx[d] < ext[d]) break;
+        idx[d] = 0;
+        if (d == 0) return;
+      }
+      if (R == 1) return;
+    }
+  }
+}
+
+/// Permutes an array given in dims `From` order into dims `To` order
+/// (same name set).
+template <class From, class To, class X>
+std::array<X, To::size> permute(const std::array<X, From::size>& a) {
+  constexpr auto pos = positions_in<To, From>();
+  std::array<X, To::size> out{};
+  for (std::size_t i = 0; i < To::size; ++i) out[i] = a[pos[i]];
+  return out;
+}
+
+}  // namespace detail
+}  // namespace dimsum

@@ -1,0 +1,126 @@
+#pragma once
+/// \file
+/// Shared machinery of tensors and views: checking a dim list, extents and
+/// indices given by name in any order.
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include <dimsum/core/diagnostics.hpp>
+#include <dimsum/core/dim_list.hpp>
+#include <dimsum/core/errors.hpp>
+
+namespace dimsum::detail {
+
+/// Reports the first duplicate dim of L, if any; true when L is valid.
+template <class L>
+constexpr bool check_unique_dims() {
+  constexpr std::size_t dup = [] {
+    for (std::size_t i = 0; i < L::size; ++i)
+      for (std::size_t j = i + 1; j < L::size; ++j)
+        if (L::names[i] == L::names[j]) return j;
+    return npos;
+  }();
+  if constexpr (dup != npos) {
+    report<tensor_has_a_duplicate_dim<diagnostic_name_t<at_t<L, dup>>, diagnostic_dims_t<L>>>();
+    return false;
+  } else {
+    return true;
+  }
+}
+
+/// Checks that the argument dims Args name dims of L, each at most once.
+template <class L, class... Args>
+constexpr bool check_named_args() {
+  using A = dim_list<Args...>;
+  constexpr std::size_t foreign = [] {
+    for (std::size_t i = 0; i < A::size; ++i)
+      if (find_name(L::names, A::names[i]) == npos) return i;
+    return npos;
+  }();
+  constexpr std::size_t twice = [] {
+    for (std::size_t i = 0; i < A::size; ++i)
+      for (std::size_t j = i + 1; j < A::size; ++j)
+        if (A::names[i] == A::names[j]) return j;
+    return npos;
+  }();
+  if constexpr (foreign != npos) {
+    report<argument_is_not_a_dim_of_the_tensor<diagnostic_name_t<at_t<A, foreign>>, diagnostic_dims_t<L>>>();
+    return false;
+  } else if constexpr (twice != npos) {
+    report<argument_names_a_dim_twice<diagnostic_name_t<at_t<A, twice>>, diagnostic_dims_t<L>>>();
+    return false;
+  } else {
+    return true;
+  }
+}
+
+/// Position in L of the first dim that Args do not name (npos if none);
+/// with OnlyDynamic, static dims may be left out.
+template <class L, bool OnlyDynamic, class... Args>
+constexpr std::size_t first_unnamed() {
+  using A = dim_list<Args...>;
+  for (std::size_t i = 0; i < L::size; ++i)
+    if (find_name(A::names, L::names[i]) == npos && !(OnlyDynamic && L::static_extents[i] != dynamic)) return i;
+  return npos;
+}
+
+/// Extents in L's order from dims given by name in any order; static dims
+/// not given take their static extent. Checks given values against static
+/// extents at run time.
+template <class L, class... Args>
+std::array<std::size_t, L::size> extents_from_args(const Args&... args) {
+  std::array<std::size_t, L::size> e{};
+  for (std::size_t i = 0; i < L::size; ++i) e[i] = L::static_extents[i] == dynamic ? 0 : L::static_extents[i];
+  (
+      [&] {
+        constexpr std::size_t p = find_name(L::names, Args::name.view());
+        if constexpr (at_t<L, p>::is_static) {
+          if (args.value != at_t<L, p>::static_extent)
+            throw shape_error("tensor constructor: dim '" + std::string(Args::name.view()) +
+                              "' is static with extent " + std::to_string(at_t<L, p>::static_extent) +
+                              " but was given extent " + std::to_string(args.value));
+        }
+        e[p] = args.value;
+      }(),
+      ...);
+  return e;
+}
+
+/// Offset of the element whose indices are given by name; every index is
+/// bounds-checked (release builds too).
+template <class L, class... Args>
+std::ptrdiff_t offset_from_indices(const std::array<std::size_t, L::size>& ext,
+                                   const std::array<std::ptrdiff_t, L::size>& strides, const Args&... idx) {
+  std::ptrdiff_t off = 0;
+  (
+      [&] {
+        constexpr std::size_t p = find_name(L::names, Args::name.view());
+        if (idx.value >= ext[p])
+          throw shape_error("index " + std::to_string(idx.value) + " is out of range for dim '" +
+                            std::string(Args::name.view()) + "' of extent " + std::to_string(ext[p]));
+        off += static_cast<std::ptrdiff_t>(idx.value) * strides[p];
+      }(),
+      ...);
+  return off;
+}
+
+/// Checks element access: every dim of L named once.
+template <class L, class... Args>
+constexpr bool check_indices() {
+  if constexpr (!check_named_args<L, Args...>()) {
+    return false;
+  } else {
+    constexpr std::size_t missing = first_unnamed<L, false, Args...>();
+    if constexpr (missing != npos) {
+      report<element_access_is_missing_an_index_for<diagnostic_name_t<at_t<L, missing>>, diagnostic_dims_t<L>>>();
+      return false;
+    } else {
+      return true;
+    }
+  }
+}
+
+}  // namespace dimsum::detail

@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// `tensor_view<T, Dims...>`: a non-owning, strided view with named dims.
+/// Renaming a tensor (`rename<posn, k_posn>(x)`) and slicing give views.
+
+#include <array>
+#include <cstddef>
+
+#include <dimsum/tensor/expression.hpp>
+#include <dimsum/tensor/named_access.hpp>
+
+namespace dimsum {
+
+/// A strided view of memory owned elsewhere, with named dims. `T` may be
+/// const. The viewed memory must outlive the view.
+template <class T, dimension... Ds>
+class tensor_view : public expression_tag {
+ public:
+  using value_type = std::remove_const_t<T>;
+  using dims = dim_list<Ds...>;
+  static constexpr std::size_t rank = sizeof...(Ds);
+
+  tensor_view(T* data, const std::array<std::size_t, rank>& extents, const std::array<std::ptrdiff_t, rank>& strides)
+      : data_(data), extents_(extents), strides_(strides) {}
+
+  T* data() const { return data_; }
+  const std::array<std::size_t, rank>& extents() const { return extents_; }
+  const std::array<std::ptrdiff_t, rank>& strides() const { return strides_; }
+
+  /// The extent of dim D (by name).
+  template <dimension D>
+  std::size_t extent() const {
+    static_assert(contains_v<dims, D>, "dimsum: extent<D>() of a dim that the tensor does not have");
+    return extents_[index_of<dims>(D::name.view())];
+  }
+
+  /// The element at the indices given by name, in any order.
+  template <dimension... Is>
+  T& operator()(const Is&... idx) const {
+    if constexpr (!detail::check_indices<dims, Is...>())
+      return *data_;
+    else
+      return data_[detail::offset_from_indices<dims>(extents_, strides_, idx...)];
+  }
+
+  template <class Root>
+  auto evaluator() const {
+    return detail::leaf_evaluator<value_type, Root::size>{data_, detail::strides_in_root<Root, dims>(strides_)};
+  }
+  void eval_to(const strided<value_type, rank>& dst) const {
+    auto ev = evaluator<dims>();
+    detail::run_elementwise(dst, ev);
+  }
+
+ private:
+  // A member type is instantiated with the class: a duplicate dim fails here.
+  using dims_check_ = std::integral_constant<bool, detail::check_unique_dims<dims>()>;
+  T* data_;
+  std::array<std::size_t, rank> extents_;
+  std::array<std::ptrdiff_t, rank> strides_;
+};
+
+}  // namespace dimsum

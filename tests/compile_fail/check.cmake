@@ -1,0 +1,42 @@
+# Runs one compile-fail case (STYLE.md's ok/ko pattern):
+#   1. without DIMSUM_SHOULD_FAIL the file must compile;
+#   2. with it the compile must fail and the output must match every
+#      `// EXPECT: <regex>` line of the file (and, for the compiler in use,
+#      every `// EXPECT-GCC:` or `// EXPECT-CLANG:` line).
+# Inputs: -DCOMPILER= -DSOURCE= -DINCLUDE= -DKIND=GCC|CLANG [-DREPORT=file]
+separate_arguments(flags UNIX_COMMAND "-std=c++20 -fsyntax-only -Wall -Wextra -Werror -I${INCLUDE}")
+
+execute_process(COMMAND ${COMPILER} ${flags} ${SOURCE}
+                RESULT_VARIABLE ok_result OUTPUT_VARIABLE ok_out ERROR_VARIABLE ok_err)
+if(NOT ok_result EQUAL 0)
+  message(FATAL_ERROR "the case does not compile without DIMSUM_SHOULD_FAIL:\n${ok_out}${ok_err}")
+endif()
+
+execute_process(COMMAND ${COMPILER} ${flags} -DDIMSUM_SHOULD_FAIL ${SOURCE}
+                RESULT_VARIABLE ko_result OUTPUT_VARIABLE ko_out ERROR_VARIABLE ko_err)
+set(output "${ko_out}${ko_err}")
+if(ko_result EQUAL 0)
+  message(FATAL_ERROR "the case compiled with DIMSUM_SHOULD_FAIL; it must not")
+endif()
+
+file(STRINGS ${SOURCE} expects REGEX "^// EXPECT(-${KIND})?: ")
+if(NOT expects)
+  message(FATAL_ERROR "the case has no // EXPECT: line")
+endif()
+foreach(line IN LISTS expects)
+  string(REGEX REPLACE "^// EXPECT(-${KIND})?: " "" regex "${line}")
+  if(NOT output MATCHES "${regex}")
+    message(FATAL_ERROR "the diagnostic does not match '${regex}':\n${output}")
+  endif()
+endforeach()
+
+# The first error line and the size of the diagnostic, for the report.
+string(REGEX MATCH "[^\n]*error:[^\n]*" first_error "${output}")
+string(REGEX MATCHALL "\n" newlines "${output}")
+list(LENGTH newlines n_lines)
+message("first error: ${first_error}")
+message("diagnostic lines: ${n_lines}")
+if(REPORT)
+  get_filename_component(case ${SOURCE} NAME_WE)
+  file(WRITE ${REPORT} "${case}\t${KIND}\t${n_lines}\t${first_error}\n")
+endif()

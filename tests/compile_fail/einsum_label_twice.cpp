@@ -1,0 +1,14 @@
+// A term that names the same label twice (self-attention without renaming).
+// EXPECT: dimsum: einsum term names the same label twice
+// EXPECT: einsum_term_names_a_label_twice<dimsum::chars<'p', 'o', 's', 'n'>
+#include "common.hpp"
+
+int main() {
+  qkv_t q(batch{2}, posn{3});
+#ifdef DIMSUM_SHOULD_FAIL
+  auto s = dimsum::einsum<"batch posn nheads d_head, batch posn nheads d_head -> batch nheads posn posn">(q, q);
+#else
+  auto s = dimsum::einsum<"batch posn nheads d_head, batch posn nheads d_head -> batch nheads posn">(q, q);
+#endif
+  (void)s;
+}

@@ -1,0 +1,15 @@
+// An output label that no input has.
+// EXPECT: dimsum: einsum output names a dim that no operand has
+// EXPECT: einsum_output_label_is_not_in_any_operand<dimsum::chars<'k', '_', 'p', 'o', 's', 'n'>
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+  w_t w;
+#ifdef DIMSUM_SHOULD_FAIL
+  auto q = dimsum::einsum<"batch posn d_model, nheads d_model d_head -> batch k_posn nheads d_head">(x, w);
+#else
+  auto q = dimsum::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w);
+#endif
+  (void)q;
+}

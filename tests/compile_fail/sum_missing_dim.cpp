@@ -1,0 +1,14 @@
+// sum over a dim the tensor lacks.
+// EXPECT: dimsum: reduction over a dim that the tensor does not have
+// EXPECT: reduction_dim_is_not_a_dim_of_the_tensor<d_model, dimsum::dims<batch, posn, nheads, d_head> ?>
+#include "common.hpp"
+
+int main() {
+  qkv_t q(batch{2}, posn{3});
+#ifdef DIMSUM_SHOULD_FAIL
+  auto r = dimsum::sum<d_model>(q);
+#else
+  auto r = dimsum::sum<d_head>(q);
+#endif
+  (void)r;
+}
