@@ -1,0 +1,150 @@
+// einsum in both spellings against plain loops: matrix products in every
+// layout, batch dims, one and three operands, full contraction, dims summed
+// from one operand only, strided operands (views), and extent checks.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+
+namespace {
+DIMSUM_DIM(i);
+DIMSUM_DIM(j);
+DIMSUM_DIM(k);
+DIMSUM_DIM(b);
+DIMSUM_DIM(r);
+}  // namespace
+
+using namespace dimsum;
+
+template <class T>
+T filled(T t, double scale = 0.37, double offset = -1.3) {
+  test::fill_pattern(t, scale, offset);
+  return t;
+}
+
+TEST_CASE("einsum: matrix product in both spellings, every operand layout", "[einsum]") {
+  const std::size_t I = 5, J = 7, K = 3;
+  auto A = filled(tensor<double, i, k>(i{I}, k{K}));
+  auto At = filled(tensor<double, k, i>(i{I}, k{K}));
+  auto B = filled(tensor<double, k, j>(k{K}, j{J}), 0.21, 0.4);
+  auto Bt = filled(tensor<double, j, k>(k{K}, j{J}), 0.21, 0.4);
+  auto ref = [&](auto a, auto bb) {
+    tensor<double, i, j> c(i{I}, j{J});
+    for (std::size_t x = 0; x < I; ++x)
+      for (std::size_t y = 0; y < J; ++y) {
+        double s = 0;
+        for (std::size_t z = 0; z < K; ++z) s += a(x, z) * bb(z, y);
+        c(i{x}, j{y}) = s;
+      }
+    return c;
+  };
+  auto want = ref([&](std::size_t x, std::size_t z) { return A(i{x}, k{z}); },
+                  [&](std::size_t z, std::size_t y) { return B(k{z}, j{y}); });
+  tensor<double, i, j> c1 = einsum<"i k, k j -> i j">(A, B);
+  tensor<double, i, j> c2 = einsum<i, j>(A, B);
+  CHECK(test::flat(c1) == test::flat(want));
+  CHECK(test::flat(c2) == test::flat(want));
+
+  auto wt = ref([&](std::size_t x, std::size_t z) { return At(k{z}, i{x}); },
+                [&](std::size_t z, std::size_t y) { return Bt(j{y}, k{z}); });
+  tensor<double, i, j> c3 = einsum<"k i, j k -> i j">(At, Bt);
+  CHECK(test::flat(c3) == test::flat(wt));
+  // The output in the other order is the transpose.
+  tensor<double, j, i> c4 = einsum<"i k, k j -> j i">(A, B);
+  for (std::size_t x = 0; x < I; ++x)
+    for (std::size_t y = 0; y < J; ++y) CHECK(c4(i{x}, j{y}) == want(i{x}, j{y}));
+}
+
+TEST_CASE("einsum: batch dims, per-head attention scores", "[einsum]") {
+  // b q h d, b k h d -> b h q k: inexpressible where repeated names always sum.
+  DIMSUM_DIM(q);
+  DIMSUM_DIM(kk);
+  DIMSUM_DIM(h);
+  DIMSUM_DIM(d);
+  auto Q = filled(tensor<float, b, q, h, d>(b{2}, q{3}, h{2}, d{4}));
+  auto Kt = filled(tensor<float, b, kk, h, d>(b{2}, kk{5}, h{2}, d{4}), 0.11, 0.3);
+  tensor<float, b, h, q, kk> s = einsum<"b q h d, b kk h d -> b h q kk">(Q, Kt);
+  for (std::size_t x = 0; x < 2; ++x)
+    for (std::size_t y = 0; y < 2; ++y)
+      for (std::size_t u = 0; u < 3; ++u)
+        for (std::size_t v = 0; v < 5; ++v) {
+          float want = 0;
+          for (std::size_t z = 0; z < 4; ++z) want += Q(b{x}, q{u}, h{y}, d{z}) * Kt(b{x}, kk{v}, h{y}, d{z});
+          CHECK(s(b{x}, h{y}, q{u}, kk{v}) == Approx(want).epsilon(1e-6));
+        }
+}
+
+TEST_CASE("einsum: one operand: permutation, sums, dims summed before the product", "[einsum]") {
+  auto A = filled(tensor<double, i, j, k>(i{2}, j{3}, k{4}));
+  tensor<double, k, i, j> p = einsum<"i j k -> k i j">(A);
+  CHECK(p(k{3}, i{1}, j{2}) == A(i{1}, j{2}, k{3}));
+  tensor<double, j> s = einsum<"i j k -> j">(A);
+  for (std::size_t y = 0; y < 3; ++y) {
+    double want = 0;
+    for (std::size_t x = 0; x < 2; ++x)
+      for (std::size_t z = 0; z < 4; ++z) want += A(i{x}, j{y}, k{z});
+    CHECK(s(j{y}) == Approx(want));
+  }
+  // r appears in one operand only and not in the output: summed first.
+  auto X = filled(tensor<double, i, r>(i{2}, r{3}));
+  auto Y = filled(tensor<double, i, j>(i{2}, j{3}), 0.3, 0.1);
+  tensor<double, j> t = einsum<"i r, i j -> j">(X, Y);
+  for (std::size_t y = 0; y < 3; ++y) {
+    double want = 0;
+    for (std::size_t x = 0; x < 2; ++x)
+      for (std::size_t z = 0; z < 3; ++z) want += X(i{x}, r{z}) * Y(i{x}, j{y});
+    CHECK(t(j{y}) == Approx(want));
+  }
+}
+
+TEST_CASE("einsum: full contraction and three operands", "[einsum]") {
+  auto A = filled(tensor<double, i, j>(i{3}, j{4}));
+  auto B = filled(tensor<double, i, j>(i{3}, j{4}), 0.5, 0.2);
+  auto dot = eval(einsum<"i j, i j -> ">(A, B));
+  double want = 0;
+  for (std::size_t x = 0; x < 3; ++x)
+    for (std::size_t y = 0; y < 4; ++y) want += A(i{x}, j{y}) * B(i{x}, j{y});
+  CHECK(dot.item() == Approx(want));
+
+  auto u = filled(tensor<double, i>(i{3}));
+  auto M = filled(tensor<double, i, j>(i{3}, j{4}), 0.2, -0.3);
+  auto v = filled(tensor<double, j, k>(j{4}, k{2}), 0.7, 0.1);
+  tensor<double, k> y3 = einsum<"i, i j, j k -> k">(u, M, v);
+  for (std::size_t z = 0; z < 2; ++z) {
+    double w = 0;
+    for (std::size_t x = 0; x < 3; ++x)
+      for (std::size_t y = 0; y < 4; ++y) w += u(i{x}) * M(i{x}, j{y}) * v(j{y}, k{z});
+    CHECK(y3(k{z}) == Approx(w));
+  }
+}
+
+TEST_CASE("einsum: operands may be lazy expressions and renamed views", "[einsum]") {
+  auto A = filled(tensor<double, i, k>(i{3}, k{2}));
+  auto B = filled(tensor<double, i, k>(i{3}, k{2}), 0.4, 0.3);
+  // Gram matrix of A + B against itself, the second copy renamed.
+  tensor<double, i, j> g = einsum<"i k, j k -> i j">(A + B, rename<i, j>(A + B));
+  for (std::size_t x = 0; x < 3; ++x)
+    for (std::size_t y = 0; y < 3; ++y) {
+      double w = 0;
+      for (std::size_t z = 0; z < 2; ++z) w += (A(i{x}, k{z}) + B(i{x}, k{z})) * (A(i{y}, k{z}) + B(i{y}, k{z}));
+      CHECK(g(i{x}, j{y}) == Approx(w));
+    }
+}
+
+TEST_CASE("einsum: extents of size 1 and 0", "[einsum]") {
+  auto A = filled(tensor<float, i, k>(i{1}, k{1}));
+  auto B = filled(tensor<float, k, j>(k{1}, j{1}));
+  tensor<float, i, j> c = einsum<i, j>(A, B);
+  CHECK(c(i{0}, j{0}) == A(i{0}, k{0}) * B(k{0}, j{0}));
+  tensor<float, i, k> E(i{2}, k{0});
+  tensor<float, k, j> F(k{0}, j{3});
+  tensor<float, i, j> z = einsum<i, j>(E, F);  // empty sum: zeros
+  CHECK(test::flat(z) == std::vector<double>(6, 0.0));
+}
+
+TEST_CASE("einsum: a dynamic extent mismatch throws naming the dim, operands and extents", "[einsum]") {
+  tensor<float, i, k> A(i{2}, k{3});
+  tensor<float, k, j> B(k{4}, j{2});
+  REQUIRE_THROWS_AS(einsum<"i k, k j -> i j">(A, B), shape_error);
+  REQUIRE_THROWS_WITH((einsum<i, j>(A, B)), Catch::Contains("'k'") && Catch::Contains("extent 3") &&
+                                              Catch::Contains("operand 0") && Catch::Contains("4 in operand 1"));
+}

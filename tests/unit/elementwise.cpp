@@ -1,0 +1,134 @@
+// Element-wise operations: values against loops, broadcasting by name,
+// scalars, comparisons, where, outer, and extent checks.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "support.hpp"
+
+namespace {
+DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
+DIMSUM_DIM(nheads);
+DIMSUM_DIM(d_head);
+}  // namespace
+
+using namespace dimsum;
+using q_t = tensor<float, batch, posn, nheads, d_head>;
+using b_t = tensor<float, nheads, d_head>;
+
+TEST_CASE("elementwise: q + b_Q broadcasts b over batch and posn by name", "[elementwise]") {
+  q_t q(batch{2}, posn{3}, nheads{2}, d_head{4});
+  b_t b(nheads{2}, d_head{4});
+  test::fill_pattern(q);
+  test::fill_pattern(b, 1.1, 0.5);
+  q_t r = q + b;
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t p = 0; p < 3; ++p)
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t d = 0; d < 4; ++d)
+          CHECK(r(batch{i}, posn{p}, nheads{h}, d_head{d}) ==
+                q(batch{i}, posn{p}, nheads{h}, d_head{d}) + b(nheads{h}, d_head{d}));
+}
+
+TEST_CASE("elementwise: operands in different dim orders are aligned by name", "[elementwise]") {
+  tensor<float, batch, posn> a(batch{2}, posn{3});
+  tensor<float, posn, batch> c(batch{2}, posn{3});
+  test::fill_pattern(a);
+  test::fill_pattern(c, 0.9, 2.0);
+  auto r = eval(a - c);
+  static_assert(has_dims<decltype(r), batch, posn>);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t p = 0; p < 3; ++p) CHECK(r(batch{i}, posn{p}) == a(batch{i}, posn{p}) - c(posn{p}, batch{i}));
+  auto r2 = eval(c * a);  // left operand's order
+  static_assert(has_dims<decltype(r2), posn, batch>);
+  CHECK(r2(posn{2}, batch{1}) == c(posn{2}, batch{1}) * a(batch{1}, posn{2}));
+}
+
+TEST_CASE("elementwise: both sides contribute dims", "[elementwise]") {
+  tensor<float, batch, posn> a(batch{2}, posn{3});
+  tensor<float, posn, nheads> c(posn{3}, nheads{4});
+  test::fill_pattern(a);
+  test::fill_pattern(c);
+  auto r = eval(a * c);
+  static_assert(has_dims<decltype(r), batch, posn, nheads>);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t p = 0; p < 3; ++p)
+      for (std::size_t h = 0; h < 4; ++h)
+        CHECK(r(batch{i}, posn{p}, nheads{h}) == a(batch{i}, posn{p}) * c(posn{p}, nheads{h}));
+}
+
+TEST_CASE("elementwise: scalars, unary minus, exp, sqrt, division", "[elementwise]") {
+  tensor<double, posn> a(posn{4});
+  a(posn{0}) = 1;
+  a(posn{1}) = 4;
+  a(posn{2}) = 9;
+  a(posn{3}) = 0.25;
+  auto r = eval(-(sqrt(a) / 2.0) + 1.0);
+  CHECK(r(posn{0}) == Approx(0.5));
+  CHECK(r(posn{1}) == Approx(0.0));
+  CHECK(r(posn{2}) == Approx(-0.5));
+  CHECK(r(posn{3}) == Approx(0.75));
+  auto e = eval(exp(a - 1.0));
+  CHECK(e(posn{1}) == Approx(std::exp(3.0)));
+  auto s = eval(10.0 - a);
+  CHECK(s(posn{2}) == 1.0);
+  auto m = eval(2.0 * a);
+  CHECK(m(posn{3}) == 0.5);
+}
+
+TEST_CASE("elementwise: comparisons give bool tensors; where and logical ops", "[elementwise]") {
+  tensor<float, posn> a(posn{3});
+  a(posn{0}) = -1;
+  a(posn{1}) = 0;
+  a(posn{2}) = 2;
+  auto pos = eval(a > 0.0f);
+  static_assert(std::is_same_v<value_type_of_t<decltype(pos)>, bool>);
+  CHECK_FALSE(pos(posn{0}));
+  CHECK_FALSE(pos(posn{1}));
+  CHECK(pos(posn{2}));
+  auto relu = eval(where(a > 0.0f, a, 0.0f));
+  CHECK(relu(posn{0}) == 0.0f);
+  CHECK(relu(posn{2}) == 2.0f);
+  auto both = eval((a >= 0.0f) && (a <= 1.0f));
+  CHECK_FALSE(both(posn{0}));
+  CHECK(both(posn{1}));
+  CHECK_FALSE(both(posn{2}));
+  auto neither = eval(!(a == 0.0f) || (a != a));
+  CHECK(neither(posn{0}));
+  CHECK_FALSE(neither(posn{1}));
+  CHECK(eval(a < 0.0f)(posn{0}));
+}
+
+TEST_CASE("elementwise: outer product on request, and cast", "[elementwise]") {
+  tensor<float, batch> a(batch{2});
+  tensor<float, posn> b(posn{3});
+  test::fill_pattern(a);
+  test::fill_pattern(b);
+  auto o = eval(outer(a, b));
+  static_assert(has_dims<decltype(o), batch, posn>);
+  CHECK(o(batch{1}, posn{2}) == a(batch{1}) * b(posn{2}));
+  auto d = eval(cast<double>(a));
+  static_assert(std::is_same_v<value_type_of_t<decltype(d)>, double>);
+  CHECK(d(batch{1}) == double(a(batch{1})));
+}
+
+TEST_CASE("elementwise: a dynamic extent mismatch throws naming the dim and both extents", "[elementwise]") {
+  q_t q(batch{2}, posn{3}, nheads{2}, d_head{4});
+  b_t b(nheads{2}, d_head{5});
+  REQUIRE_THROWS_AS(q + b, shape_error);
+  REQUIRE_THROWS_WITH(q + b, Catch::Contains("d_head") && Catch::Contains("4") && Catch::Contains("5") &&
+                                 Catch::Contains("element-wise +"));
+}
+
+TEST_CASE("elementwise: a nested lazy tree with a contraction inside", "[elementwise]") {
+  tensor<float, batch, posn> a(batch{2}, posn{3});
+  test::fill_pattern(a);
+  auto total = einsum<batch>(a);  // lazy per-batch sums
+  auto r = eval(a / total * 2.0f);
+  for (std::size_t i = 0; i < 2; ++i) {
+    float s = 0;
+    for (std::size_t p = 0; p < 3; ++p) s += a(batch{i}, posn{p});
+    for (std::size_t p = 0; p < 3; ++p) CHECK(r(batch{i}, posn{p}) == Approx(a(batch{i}, posn{p}) / s * 2.0f));
+  }
+}
