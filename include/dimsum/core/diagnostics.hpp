@@ -76,6 +76,21 @@ DIMSUM_DEFINE_CHECKER_(einsum_term_lists_dims_in_a_different_order_than_its_oper
 DIMSUM_DEFINE_CHECKER_(einsum_term_does_not_list_every_dim_of_its_operand,
                        DIMSUM_P_(class Missing, class Operand, class Dims), DIMSUM_P_(Missing, Operand, Dims),
                        "einsum term does not list every dim of its operand; each term must list all of them in order");
+DIMSUM_DEFINE_CHECKER_(einsum_term_lists_more_dims_than_its_operand_has,
+                       DIMSUM_P_(class Operand, class Term, class Dims), DIMSUM_P_(Operand, Term, Dims),
+                       "einsum term lists more dims than its operand has");
+DIMSUM_DEFINE_CHECKER_(einsum_group_has_more_than_one_unknown_extent, DIMSUM_P_(class Labels, class Operand),
+                       DIMSUM_P_(Labels, Operand),
+                       "einsum group has more than one label whose extent no operand gives; "
+                       "pass the extents as dims after the operands, e.g. einsum<\"...\">(x, nheads{8})");
+DIMSUM_DEFINE_CHECKER_(einsum_output_group_needs_a_name, DIMSUM_P_(class Labels), DIMSUM_P_(Labels),
+                       "a group in the einsum output needs the name of the merged dim, e.g. hd(nheads d_head)");
+DIMSUM_DEFINE_CHECKER_(einsum_extra_dim_is_not_a_group_label, DIMSUM_P_(class Dim), DIMSUM_P_(Dim),
+                       "a dim passed after the operands names no label of a group");
+DIMSUM_DEFINE_CHECKER_(einsum_dims_must_follow_the_operands, DIMSUM_P_(class T), DIMSUM_P_(T),
+                       "einsum takes its operands first, then any dims that give group extents");
+DIMSUM_DEFINE_CHECKER_(rearrange_drops_a_dim, DIMSUM_P_(class Label), DIMSUM_P_(Label),
+                       "rearrange must keep every dim; use einsum or sum to reduce one");
 DIMSUM_DEFINE_CHECKER_(einsum_output_label_is_not_in_any_operand, DIMSUM_P_(class Label), DIMSUM_P_(Label),
                        "einsum output names a dim that no operand has");
 DIMSUM_DEFINE_CHECKER_(einsum_output_names_a_dim_twice, DIMSUM_P_(class Label), DIMSUM_P_(Label),

@@ -15,6 +15,7 @@ template <std::size_t N>
 struct fixed_string {
   char data[N]{};
 
+  constexpr fixed_string() = default;
   constexpr fixed_string(const char (&s)[N]) { std::copy_n(s, N, data); }
 
   /// The characters without the terminating NUL.
@@ -40,6 +41,15 @@ constexpr auto to_chars_impl(std::index_sequence<I...>) {
 }
 template <class Get>
 using to_chars_t = decltype(to_chars_impl<Get>(std::make_index_sequence<Get{}().size()>{}));
+
+// A fixed_string holding the constexpr string_view that Get returns.
+template <class Get>
+inline constexpr auto to_fixed_string_v = [] {
+  constexpr std::string_view sv = Get{}();
+  fixed_string<sv.size() + 1> f{};
+  for (std::size_t i = 0; i < sv.size(); ++i) f.data[i] = sv[i];
+  return f;
+}();
 }  // namespace detail
 
 }  // namespace dimsum

@@ -24,6 +24,7 @@
 #include <dimsum/core/einsum_string.hpp>
 #include <dimsum/kernels/reference.hpp>
 #include <dimsum/ops/elementwise.hpp>
+#include <dimsum/ops/regroup.hpp>
 #include <dimsum/plan/contraction_plan.hpp>
 
 namespace dimsum {
@@ -180,164 +181,32 @@ auto make_einsum(Ops&&... ops) {
   }
 }
 
-// ---- the string spelling ----
-
-template <fixed_string S>
-inline constexpr parsed_einsum parsed_v = parse_einsum(S.view());
-
-// The label `I` of term `T` (T == n_inputs: the output) as a chars<> pack.
-template <fixed_string S, std::size_t T, std::size_t I>
-struct label_getter {
-  constexpr std::string_view operator()() const {
-    return T == parsed_v<S>.n_inputs ? parsed_v<S>.output.labels[I] : parsed_v<S>.inputs[T].labels[I];
-  }
-};
-template <fixed_string S, std::size_t T, std::size_t I>
-using label_chars_t = to_chars_t<label_getter<S, T, I>>;
-
-template <fixed_string S, std::size_t T, class Seq>
-struct term_labels;
-template <fixed_string S, std::size_t T, std::size_t... I>
-struct term_labels<S, T, std::index_sequence<I...>> {
-  using type = labels<label_chars_t<S, T, I>...>;
-};
-
-/// Reports a syntax error of the string S, if any.
-template <fixed_string S>
-constexpr bool check_einsum_syntax() {
-  constexpr parsed_einsum p = parsed_v<S>;
-  using E = einsum_parse_error;
-  using Pos = position_c<p.error_pos>;
-  if constexpr (p.error == E::none) {
-    return true;
-  } else {
-    if constexpr (p.error == E::no_arrow)
-      report<einsum_string_has_no_arrow<Pos>>();
-    else if constexpr (p.error == E::more_than_one_arrow)
-      report<einsum_string_has_more_than_one_arrow<Pos, count_c<2>>>();
-    else if constexpr (p.error == E::empty_input_term)
-      report<einsum_string_has_an_empty_input_term<Pos, count_c<p.error_term>>>();
-    else if constexpr (p.error == E::invalid_character)
-      report<einsum_string_has_an_invalid_character<Pos, count_c<p.error_term>, character<S.data[p.error_pos]>>>();
-    else if constexpr (p.error == E::unbalanced_parentheses)
-      report<einsum_string_has_unbalanced_parentheses<Pos, count_c<p.error_term>>>();
-    else if constexpr (p.error == E::empty_group)
-      report<einsum_string_has_an_empty_group<Pos, count_c<p.error_term>>>();
-    else if constexpr (p.error == E::too_many_labels)
-      report<einsum_string_has_too_many_labels<Pos>>();
-    else if constexpr (p.error == E::label_twice_in_a_term) {
-      struct get {
-        constexpr std::string_view operator()() const { return parsed_v<S>.error_label; }
-      };
-      report<einsum_term_names_a_label_twice<to_chars_t<get>, count_c<p.error_term>>>();
-    }
-    return false;
-  }
-}
-
-// How term J of S lists operand J's dims L.
-template <fixed_string S, std::size_t J, class L>
-struct einsum_term_match {
-  static constexpr const einsum_term& t = parsed_v<S>.inputs[J];
-  // The first label that is not a dim of the operand.
-  static constexpr std::size_t foreign = [] {
-    for (std::size_t i = 0; i < t.n_labels; ++i)
-      if (find_name(L::names, t.labels[i]) == npos) return i;
-    return npos;
-  }();
-  // The first dim of the operand that the term does not list.
-  static constexpr std::size_t unlisted = [] {
-    for (std::size_t i = 0; i < L::size; ++i) {
-      bool found = false;
-      for (std::size_t k = 0; k < t.n_labels; ++k) found = found || t.labels[k] == L::names[i];
-      if (!found) return i;
-    }
-    return npos;
-  }();
-  static constexpr bool in_order = [] {
-    for (std::size_t i = 0; i < L::size; ++i)
-      if (t.labels[i] != L::names[i]) return false;
-    return true;
-  }();
-};
-
-/// Reports the first way term J of S fails to list operand J's dims L in
-/// order; true when it lists them exactly.
-template <fixed_string S, std::size_t J, class L>
-constexpr bool check_einsum_term() {
-  using M = einsum_term_match<S, J, L>;
-  if constexpr (M::foreign != npos) {
-    report<einsum_label_is_not_a_dim_of_its_operand<label_chars_t<S, J, M::foreign>, operand<J>,
-                                                    diagnostic_dims_t<L>>>();
-    return false;
-  } else if constexpr (M::unlisted != npos) {
-    report<einsum_term_does_not_list_every_dim_of_its_operand<diagnostic_name_t<at_t<L, M::unlisted>>, operand<J>,
-                                                              diagnostic_dims_t<L>>>();
-    return false;
-  } else if constexpr (!M::in_order) {
-    report<einsum_term_lists_dims_in_a_different_order_than_its_operand<
-        operand<J>, typename term_labels<S, J, std::make_index_sequence<M::t.n_labels>>::type,
-        diagnostic_dims_t<L>>>();
-    return false;
-  } else {
-    return true;
-  }
-}
-
-template <fixed_string S, class... Ls>
-constexpr bool check_einsum_terms() {
-  return [&]<std::size_t... J>(std::index_sequence<J...>) {
-    bool ok = true;
-    ((ok = ok && check_einsum_term<S, J, Ls>()), ...);
-    return ok;
-  }(std::index_sequence_for<Ls...>{});
-}
-
-/// The output dims of S as a dim_list, each taken from the operands.
-template <fixed_string S, class U, class Seq = std::make_index_sequence<parsed_v<S>.output.n_labels>>
-struct einsum_output;
-template <fixed_string S, class U, std::size_t... I>
-struct einsum_output<S, U, std::index_sequence<I...>> {
-  static constexpr std::array<std::size_t, sizeof...(I)> pos{find_name(U::names, parsed_v<S>.output.labels[I])...};
-  static constexpr std::size_t missing = [] {
-    for (std::size_t i = 0; i < sizeof...(I); ++i)
-      if (pos[i] == npos) return i;
-    return npos;
-  }();
-};
-
-template <fixed_string S, class... Ops>
-auto einsum_string(Ops&&... ops) {
-  constexpr parsed_einsum p = parsed_v<S>;
-  if constexpr (!check_einsum_syntax<S>()) {
-    return invalid_expression{};
-  } else if constexpr ((is_invalid_v<Ops> || ...)) {
-    return invalid_expression{};
-  } else if constexpr (p.n_inputs != sizeof...(Ops)) {
-    report<einsum_term_count_does_not_match_operand_count<count_c<p.n_inputs>, count_c<sizeof...(Ops)>>>();
-    return invalid_expression{};
-  } else if constexpr (!check_einsum_terms<S, dims_of_t<Ops>...>()) {
-    return invalid_expression{};
-  } else {
-    using U = typename union_all<dims_of_t<Ops>...>::type;
-    using O = einsum_output<S, U>;
-    if constexpr (O::missing != npos) {
-      report<einsum_output_label_is_not_in_any_operand<label_chars_t<S, p.n_inputs, O::missing>>>();
-      return invalid_expression{};
-    } else {
-      return make_einsum<select_t<U, O::pos>>(std::forward<Ops>(ops)...);
-    }
-  }
-}
-
 }  // namespace detail
+}  // namespace dimsum
+
+#include <dimsum/ops/detail/einsum_string_form.hpp>
+
+namespace dimsum {
 
 /// einsum, string spelling: `einsum<"a b, b c -> a c">(x, y)`. Each input
 /// term lists its operand's dims in order; the output term lists the result
-/// dims; dims not in the output are summed.
-template <fixed_string S, named_expression... Ops>
-auto einsum(Ops&&... ops) {
-  return detail::einsum_string<S>(std::forward<Ops>(ops)...);
+/// dims; dims not in the output are summed. A group `(h d)` in an input term
+/// splits that operand dim (extent product checked); a named group
+/// `hd(h d)` in the output merges dims into the dim `hd`. Trailing dim
+/// values (`nheads{8}`) give the extent of group labels no operand has.
+template <fixed_string S, class... Args>
+  requires(sizeof...(Args) > 0 && ((named_expression<Args> || dimension<std::remove_cvref_t<Args>>) && ...))
+auto einsum(Args&&... args) {
+  return detail::einsum_string_args<S, false>(std::forward<Args>(args)...);
+}
+
+/// rearrange: an einsum of one operand that keeps every dim, e.g.
+/// `rearrange<"batch posn hd(nheads d_head) -> batch nheads posn d_head">(x, nheads{8})`.
+/// Dropping a dim is a compile error (use einsum or sum to reduce).
+template <fixed_string S, class... Args>
+  requires(sizeof...(Args) > 0 && ((named_expression<Args> || dimension<std::remove_cvref_t<Args>>) && ...))
+auto rearrange(Args&&... args) {
+  return detail::einsum_string_args<S, true>(std::forward<Args>(args)...);
 }
 
 /// einsum, named spelling: `einsum<a, c>(x, y)` keeps dims a and c, in that

@@ -1,0 +1,15 @@
+// A dim passed after the operands that no group uses.
+// EXPECT: dimsum: a dim passed after the operands names no label of a group
+// EXPECT: einsum_extra_dim_is_not_a_group_label<k_posn>
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+  w_t w;
+#ifdef DIMSUM_SHOULD_FAIL
+  auto r = dimsum::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w, k_posn{4});
+#else
+  auto r = dimsum::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w);
+#endif
+  (void)r;
+}
