@@ -12,8 +12,11 @@
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/mask.hpp>
 #include <dimsum/ops/reduce.hpp>
+#include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/rename.hpp>
+#include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/softmax.hpp>
+#include <dimsum/ops/stack.hpp>
 #include <dimsum/tensor/named.hpp>
 #include <dimsum/tensor/tensor.hpp>
 #include <dimsum/tensor/tensor_view.hpp>

@@ -1,0 +1,104 @@
+#pragma once
+/// \file
+/// Indexing by name: `select<D>(t, i)` takes index i along D and drops D
+/// (PyTorch's `t[i]` on that dim); `slice<D>(t, begin, end)` keeps D with the
+/// extent end - begin (`t[begin:end]`). Both are bounds-checked at run time
+/// (`shape_error`). On a tensor or view they give a view of the same memory;
+/// on a lazy expression they evaluate it first and return a tensor.
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include <dimsum/tensor/tensor.hpp>
+
+namespace dimsum {
+
+namespace detail {
+template <class L, dimension D>
+constexpr bool check_dim_present() {
+  if constexpr (!contains_v<L, D>) {
+    report<argument_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
+    return false;
+  } else {
+    return true;
+  }
+}
+
+// Views e (a tensor or view) with dim p restricted to [begin, begin + n);
+// Keep says whether the dim stays.
+template <dimension D, bool Keep, class E>
+auto restrict_leaf(E&& e, std::size_t begin, std::size_t n) {
+  using L = dims_of_t<E>;
+  constexpr std::size_t p = index_of<L>(D::name.view());
+  auto* data = e.data() + static_cast<std::ptrdiff_t>(begin) * e.strides()[p];
+  using T = std::remove_pointer_t<decltype(e.data())>;
+  if constexpr (Keep) {
+    auto ext = e.extents();
+    ext[p] = n;
+    return view_for_t<T, L>(data, ext, e.strides());
+  } else {
+    using R = without_t<L, dim_list<D>>;
+    std::array<std::size_t, R::size> ext{};
+    std::array<std::ptrdiff_t, R::size> st{};
+    for (std::size_t i = 0, k = 0; i < L::size; ++i)
+      if (i != p) {
+        ext[k] = e.extents()[i];
+        st[k++] = e.strides()[i];
+      }
+    return view_for_t<T, R>(data, ext, st);
+  }
+}
+
+template <class E>
+inline constexpr bool is_viewable_v = requires(E e) {
+  e.data();
+  e.strides();
+} && (std::is_lvalue_reference_v<E> || !requires(E e) { e.storage(); });
+}  // namespace detail
+
+/// Index i along dim D; the result lacks D. `select<token>(inputs, 1)` is
+/// seed 004's `inputs[1]`.
+template <dimension D, named_expression E>
+auto select(E&& e, std::size_t i) {
+  using L = dims_of_t<E>;
+  if constexpr (is_invalid_v<E> || !detail::check_dim_present<L, D>()) {
+    return invalid_expression{};
+  } else {
+    const std::size_t n = e.extents()[index_of<L>(D::name.view())];
+    if (i >= n)
+      throw shape_error("select: index " + std::to_string(i) + " is out of range for dim '" +
+                        std::string(D::name.view()) + "' of extent " + std::to_string(n));
+    if constexpr (detail::is_viewable_v<E>) {
+      return detail::restrict_leaf<D, false>(e, i, 1);
+    } else {
+      auto t = eval(std::forward<E>(e));
+      return eval(detail::restrict_leaf<D, false>(t, i, 1));
+    }
+  }
+}
+
+/// The range [begin, end) along dim D; D stays, with extent end - begin.
+/// `slice<chr>(data, i, i + block_size)` is seed 001's `data[i:i+block_size]`.
+template <dimension D, named_expression E>
+auto slice(E&& e, std::size_t begin, std::size_t end) {
+  using L = dims_of_t<E>;
+  if constexpr (is_invalid_v<E> || !detail::check_dim_present<L, D>()) {
+    return invalid_expression{};
+  } else {
+    const std::size_t n = e.extents()[index_of<L>(D::name.view())];
+    if (begin > end || end > n)
+      throw shape_error("slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                        ") is out of range for dim '" + std::string(D::name.view()) + "' of extent " +
+                        std::to_string(n));
+    if constexpr (detail::is_viewable_v<E>) {
+      return detail::restrict_leaf<D, true>(e, begin, end - begin);
+    } else {
+      auto t = eval(std::forward<E>(e));
+      return eval(detail::restrict_leaf<D, true>(t, begin, end - begin));
+    }
+  }
+}
+
+}  // namespace dimsum

@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// `stack<D>(parts)` puts tensors with the same dims side by side along a new
+/// leading dim D (torch.stack(parts, dim=0)); `concat<D>(parts)` joins them
+/// along their existing dim D (torch.cat). Extents are checked at run time
+/// (`shape_error` naming the dim, the part and both extents).
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <dimsum/tensor/tensor.hpp>
+
+namespace dimsum {
+
+namespace detail {
+template <class E>
+void check_parts_agree(const std::vector<E>& parts, std::size_t skip, const char* where) {
+  using L = dims_of_t<E>;
+  for (std::size_t j = 1; j < parts.size(); ++j)
+    for (std::size_t i = 0; i < L::size; ++i)
+      if (i != skip && parts[j].extents()[i] != parts[0].extents()[i])
+        throw shape_error(std::string(where) + ": dim '" + std::string(L::names[i]) + "' has extent " +
+                          std::to_string(parts[0].extents()[i]) + " in part 0 but " +
+                          std::to_string(parts[j].extents()[i]) + " in part " + std::to_string(j));
+}
+}  // namespace detail
+
+/// Stacks same-shaped tensors along a new leading dim D; the result's dims
+/// are D followed by the parts' dims. An empty list is an error.
+template <dimension D, class T, dimension... Ds>
+tensor<T, D, Ds...> stack(const std::vector<tensor<T, Ds...>>& parts) {
+  static_assert(!contains_v<dim_list<Ds...>, D>, "dimsum: stack needs a new dim, not one the parts already have");
+  if (parts.empty()) throw shape_error("stack: no tensors to stack along '" + std::string(D::name.view()) + "'");
+  detail::check_parts_agree(parts, detail::npos, "stack");
+  std::array<std::size_t, sizeof...(Ds) + 1> ext{};
+  ext[0] = parts.size();
+  for (std::size_t i = 0; i < sizeof...(Ds); ++i) ext[i + 1] = parts[0].extents()[i];
+  auto out = tensor<T, D, Ds...>::from_extents(ext);
+  const std::size_t n = parts[0].size();
+  for (std::size_t j = 0; j < parts.size(); ++j) std::copy_n(parts[j].data(), n, out.data() + j * n);
+  return out;
+}
+
+/// Joins tensors with the same dims along their dim D; every other extent
+/// must agree.
+template <dimension D, class T, dimension... Ds>
+tensor<T, Ds...> concat(const std::vector<tensor<T, Ds...>>& parts) {
+  using L = dim_list<Ds...>;
+  static_assert(contains_v<L, D>, "dimsum: concat along a dim that the tensors do not have");
+  constexpr std::size_t p = index_of<L>(D::name.view());
+  if (parts.empty()) throw shape_error("concat: no tensors to join along '" + std::string(D::name.view()) + "'");
+  detail::check_parts_agree(parts, p, "concat");
+  auto ext = parts[0].extents();
+  ext[p] = 0;
+  for (const auto& t : parts) ext[p] += t.extents()[p];
+  auto out = tensor<T, Ds...>::from_extents(ext);
+  // Copy each part into its range of D: through views, so any D position works.
+  std::size_t offset = 0;
+  auto ov = out.view();
+  for (const auto& t : parts) {
+    const std::size_t n = t.extents()[p];
+    auto ext_part = ov.extents();
+    ext_part[p] = n;
+    auto dst = strided<T, sizeof...(Ds)>{ov.data() + static_cast<std::ptrdiff_t>(offset) * ov.strides()[p], ext_part,
+                                         ov.strides()};
+    t.eval_to(dst);
+    offset += n;
+  }
+  return out;
+}
+
+}  // namespace dimsum
