@@ -47,7 +47,7 @@ struct attention_weights {
 template <class DModel, class NHeads, class DHead>
 struct attention_trace {
   tensor<float, batch, posn, NHeads, DHead> q, k, v;
-  tensor<float, batch, NHeads, q_posn, k_posn> scores, masked, pattern;
+  tensor<float, batch, NHeads, q_posn, k_posn> raw_scores, scores, masked, pattern;
   tensor<float, batch, q_posn, NHeads, DHead> z;
   tensor<float, batch, posn, DModel> out;
 };
@@ -62,9 +62,9 @@ attention_trace<DModel, NHeads, DHead> attention(const tensor<float, batch, posn
   t.v = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_V) + w.b_V;
 
   const float d_head = float(t.q.template extent<DHead>());
-  t.scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
-                 dimsum::rename<posn, q_posn>(t.q), dimsum::rename<posn, k_posn>(t.k)) /
-             std::sqrt(d_head);
+  t.raw_scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
+      dimsum::rename<posn, q_posn>(t.q), dimsum::rename<posn, k_posn>(t.k));
+  t.scores = t.raw_scores / std::sqrt(d_head);
   t.masked = dimsum::causal_mask<q_posn, k_posn>(t.scores, -std::numeric_limits<float>::infinity());
   t.pattern = dimsum::softmax<k_posn>(t.masked);
 

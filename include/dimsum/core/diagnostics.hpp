@@ -151,6 +151,11 @@ DIMSUM_DEFINE_CHECKER_(rename_source_is_not_a_dim_of_the_tensor, DIMSUM_P_(class
 DIMSUM_DEFINE_CHECKER_(rename_target_is_already_a_dim_of_the_tensor, DIMSUM_P_(class To, class Dims),
                        DIMSUM_P_(To, Dims), "rename to a name that the tensor already has");
 
+// --- nn ---
+DIMSUM_DEFINE_CHECKER_(attention_query_and_key_positions_share_a_name, class Dim, Dim,
+                       "attention needs different dims for query and key positions; "
+                       "rename one, e.g. rename<posn, k_posn>(x)");
+
 #undef DIMSUM_P_
 #undef DIMSUM_DEFINE_CHECKER_
 

@@ -1,0 +1,58 @@
+// Seed 004: self-attention on "Your journey starts with one step": without
+// weights, then SelfAttention_v1 (torch.rand weights, manual_seed(123)) and
+// SelfAttention_v2 (nn.Linear, manual_seed(789)), printing what the seed
+// prints.
+#include <iostream>
+
+#include <dimsum/nn/nn.hpp>
+
+#include "seed_fixtures.hpp"
+
+using dimsum::tensor;
+namespace nn = dimsum::nn;
+
+DIMSUM_DIM(token);
+DIMSUM_DIM(k_token);
+DIMSUM_DIM(d_in);
+DIMSUM_DIM(d_out);
+
+int main() {
+  tensor<float, token, d_in> inputs(token{6}, d_in{3});
+  const float rows[6][3] = {{0.43f, 0.15f, 0.89f},   // Your
+                            {0.55f, 0.87f, 0.66f},   // journey
+                            {0.57f, 0.85f, 0.64f},   // starts
+                            {0.22f, 0.58f, 0.33f},   // with
+                            {0.77f, 0.25f, 0.10f},   // one
+                            {0.05f, 0.80f, 0.55f}};  // step
+  for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t j = 0; j < 3; ++j) inputs(token{i}, d_in{j}) = rows[i][j];
+
+  auto keys = dimsum::rename<token, k_token>(inputs);
+  auto attn_scores = dimsum::eval(dimsum::einsum<"token d_in, k_token d_in -> token k_token">(inputs, keys));  // inputs @ inputs.T
+  auto attn_weights = dimsum::eval(dimsum::softmax<k_token>(attn_scores));  // torch.softmax(attn_scores, dim=-1)
+  auto all_context_vecs = dimsum::einsum<"token k_token, k_token d_in -> token d_in">(attn_weights, keys);
+  std::cout << "attn_weights " << attn_weights << "\nall_context_vecs " << dimsum::eval(all_context_vecs) << "\n";
+
+  nn::self_attention_v1<float, d_in, d_out> sa_v1(d_in{3}, d_out{2});  // torch.manual_seed(123)
+  sa_v1.W_query = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_query.npy");
+  sa_v1.W_key = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_key.npy");
+  sa_v1.W_value = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_value.npy");
+  auto v1 = sa_v1(inputs);
+  std::cout << "sa_v1(inputs) " << v1 << "\n";
+
+  nn::self_attention_v2<float, d_in, d_out> sa_v2(d_in{3}, d_out{2});  // torch.manual_seed(789)
+  using lin = nn::linear<float, d_in, d_out>;
+  sa_v2.W_query = lin::load(seeds::fixture("seed004/sa_v2/W_query_weight.npy"));
+  sa_v2.W_key = lin::load(seeds::fixture("seed004/sa_v2/W_key_weight.npy"));
+  sa_v2.W_value = lin::load(seeds::fixture("seed004/sa_v2/W_value_weight.npy"));
+  auto v2 = sa_v2(inputs);
+  std::cout << "sa_v2(inputs) " << v2 << "\n";
+
+  double worst = 0;
+  worst = std::max(worst, seeds::report("inputs", inputs, "seed004/inputs.npy"));
+  worst = std::max(worst, seeds::report("weights", attn_weights, "seed004/weightless/attn_weights.npy"));
+  worst = std::max(worst, seeds::report("contexts", all_context_vecs, "seed004/weightless/context_vecs.npy"));
+  worst = std::max(worst, seeds::report("v1", v1, "seed004/sa_v1/context.npy"));
+  worst = std::max(worst, seeds::report("v2", v2, "seed004/sa_v2/context.npy"));
+  return worst < 1e-5 ? 0 : 1;
+}

@@ -1,0 +1,138 @@
+#pragma once
+/// \file
+/// Scaled dot-product attention and seed 003's multi-head attention, with
+/// named dims. Query positions QP and key positions KP are different dims
+/// (rename one for self-attention); a mask is a bool tensor whose dims are
+/// a subset of the scores' dims (a padding mask (batch, k_posn) broadcasts
+/// over heads and queries by name) and is true where attending is allowed,
+/// as in the seed (`masked_fill(mask == 0, -1e9)`).
+
+#include <cmath>
+#include <optional>
+
+#include <dimsum/nn/dropout.hpp>
+#include <dimsum/nn/linear.hpp>
+#include <dimsum/ops/mask.hpp>
+#include <dimsum/ops/regroup.hpp>
+#include <dimsum/ops/softmax.hpp>
+
+namespace dimsum::nn {
+
+/// What attention returns: the output, the (masked, pre-softmax) scores as
+/// seed 003 returns them, and the softmax weights.
+template <class Output, class Scores>
+struct attention_result {
+  Output output;
+  Scores scores;
+  Scores weights;
+};
+
+/// No mask (the default).
+struct no_mask {};
+
+namespace detail {
+template <class LQ, class LK, dimension D>
+using scores_dims_t = union_t<without_t<LQ, dim_list<D>>, without_t<LK, dim_list<D>>>;
+template <class LS, class LV, dimension KP>
+using output_dims_t = union_t<without_t<LS, dim_list<KP>>, without_t<LV, dim_list<KP>>>;
+}  // namespace detail
+
+/// seed 003's dot_product_attention: scores = q·k / sqrt(extent of D) over
+/// dim D, masked with `masked_value` where the mask is false, softmax over
+/// KP, then the weighted sum of v over KP. q has QP and D, k has KP and D, v
+/// has KP. Returns output, scores and weights.
+template <dimension QP, dimension KP, dimension D, named_expression Q, named_expression K, named_expression V,
+          class M = no_mask>
+auto dot_product_attention(const Q& q, const K& k, const V& v, const M& mask = {}, double masked_value = -1e9,
+                           dropout* drop = nullptr) {
+  using T = value_type_of_t<Q>;
+  using LS = detail::scores_dims_t<dims_of_t<Q>, dims_of_t<K>, D>;
+  using LO = detail::output_dims_t<LS, dims_of_t<V>, KP>;
+  static_assert(contains_v<dims_of_t<Q>, QP> && contains_v<dims_of_t<Q>, D>,
+                "dimsum: attention's q needs the query-position dim and the contracted dim");
+  static_assert(contains_v<dims_of_t<K>, KP> && contains_v<dims_of_t<K>, D> && contains_v<dims_of_t<V>, KP>,
+                "dimsum: attention's k needs the key-position and contracted dims, v the key-position dim");
+  if constexpr (QP::name.view() == KP::name.view()) {
+    dimsum::detail::report<attention_query_and_key_positions_share_a_name<diagnostic_name_t<QP>>>();
+    return invalid_expression{};
+  } else {
+    const T scale = static_cast<T>(std::sqrt(double(extent<D>(q))));
+    tensor_for_t<T, LS> scores = dimsum::detail::make_einsum<LS>(q, k) / scale;
+    if constexpr (!std::is_same_v<M, no_mask>) scores = masked_fill(scores, !mask, static_cast<T>(masked_value));
+    tensor_for_t<T, LS> weights = softmax<KP>(scores);
+    if (drop) weights = (*drop)(weights);
+    tensor_for_t<T, LO> output = dimsum::detail::make_einsum<LO>(weights, v);
+    return attention_result<tensor_for_t<T, LO>, tensor_for_t<T, LS>>{std::move(output), std::move(scores),
+                                                                      std::move(weights)};
+  }
+}
+
+/// seed 003's MultiHeadAttention(num_heads, emb_dim, dim_k, dropout): q, k,
+/// v Linear layers Emb -> Features (= NHeads x DK), split into heads, scaled
+/// dot-product attention per head, heads concatenated, output Linear back to
+/// Emb. Query and key/value lengths may differ (cross-attention).
+template <class T, dimension Emb, dimension NHeads, dimension DK, dimension Features = dim<"nheads_dim_k">>
+struct multi_head_attention {
+  linear<T, Emb, Features> q_linear, k_linear, v_linear;
+  linear<T, Features, Emb> out;
+  dropout drop;
+  std::size_t num_heads = 0, dim_k = 0;
+
+  /// dim_k = 0 means emb_dim / num_heads, as in the seed. Weights start at
+  /// zero: call reset_parameters or load them.
+  multi_head_attention(NHeads heads, Emb emb, DK dk = DK{0}, double dropout_p = 0.1)
+      : drop(dropout_p), num_heads(heads.value), dim_k(dk.value ? dk.value : emb.value / heads.value) {
+    const Features f{num_heads * dim_k};
+    q_linear = linear<T, Emb, Features>(emb, f);
+    k_linear = linear<T, Emb, Features>(emb, f);
+    v_linear = linear<T, Emb, Features>(emb, f);
+    out = linear<T, Features, Emb>(f, emb);
+  }
+
+  void reset_parameters(std::uint64_t seed) {
+    q_linear.reset_parameters(seed);
+    k_linear.reset_parameters(seed + 1);
+    v_linear.reset_parameters(seed + 2);
+    out.reset_parameters(seed + 3);
+  }
+
+  /// Every intermediate of one forward pass, in the seed's dim orders.
+  template <dimension Batch, dimension QSeq, dimension KSeq>
+  struct trace {
+    tensor<T, Batch, QSeq, Features> q_lin;
+    tensor<T, Batch, KSeq, Features> k_lin, v_lin;
+    tensor<T, Batch, NHeads, QSeq, DK> q_heads;
+    tensor<T, Batch, NHeads, KSeq, DK> k_heads, v_heads;
+    tensor<T, Batch, NHeads, QSeq, DK> attn;
+    tensor<T, Batch, QSeq, Features> concat;
+  };
+
+  /// Attention of q (Batch, QSeq, Emb) over k and v (Batch, KSeq, Emb), with
+  /// an optional bool mask (true = attend) whose dims are among Batch, QSeq,
+  /// KSeq. Returns output (Batch, QSeq, Emb) and scores and weights (Batch,
+  /// NHeads, QSeq, KSeq).
+  template <dimension Batch, dimension QSeq, dimension KSeq, class M = no_mask>
+  auto operator()(const tensor<T, Batch, QSeq, Emb>& q, const tensor<T, Batch, KSeq, Emb>& k,
+                  const tensor<T, Batch, KSeq, Emb>& v, const M& mask = {},
+                  trace<Batch, QSeq, KSeq>* tr = nullptr) {
+    trace<Batch, QSeq, KSeq> local;
+    trace<Batch, QSeq, KSeq>& t = tr ? *tr : local;
+    t.q_lin = q_linear(q);
+    t.k_lin = k_linear(k);
+    t.v_lin = v_linear(v);
+    const std::array<std::size_t, 2> heads{num_heads, dim_k};
+    // view(batch, -1, num_heads, dim_k).transpose(1, 2), by name.
+    t.q_heads = split_dim<2, dim_list<NHeads, DK>>(t.q_lin, heads);
+    t.k_heads = split_dim<2, dim_list<NHeads, DK>>(t.k_lin, heads);
+    t.v_heads = split_dim<2, dim_list<NHeads, DK>>(t.v_lin, heads);
+    auto r = dot_product_attention<QSeq, KSeq, DK>(t.q_heads, t.k_heads, t.v_heads, mask, -1e9, &drop);
+    t.attn = r.output;
+    // attn.transpose(1, 2).contiguous().view(batch, -1, num_heads * dim_k)
+    tensor<T, Batch, QSeq, NHeads, DK> by_position = t.attn;
+    t.concat = merge_expr<2, 2, Features, tensor<T, Batch, QSeq, NHeads, DK>>(std::move(by_position));
+    return attention_result<tensor<T, Batch, QSeq, Emb>, tensor<T, Batch, NHeads, QSeq, KSeq>>{
+        out(t.concat), std::move(r.scores), std::move(r.weights)};
+  }
+};
+
+}  // namespace dimsum::nn

@@ -1,0 +1,96 @@
+#pragma once
+/// \file
+/// Seed 001: a character tokenizer over string.whitespace +
+/// string.ascii_letters + string.digits + string.punctuation (100 symbols)
+/// and one causal attention head with bias-free key, query and value Linear
+/// layers, scores scaled by C^-0.5 where C is the embedding width (as the
+/// seed writes it).
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <dimsum/nn/linear.hpp>
+#include <dimsum/ops/mask.hpp>
+#include <dimsum/ops/softmax.hpp>
+
+namespace dimsum::nn {
+
+/// Encodes text to ids and back over a fixed vocabulary.
+struct char_tokenizer {
+  std::string vocab;
+
+  /// Python's string.whitespace + ascii_letters + digits + punctuation.
+  static char_tokenizer python_printable() {
+    return {std::string(" \t\n\r\x0b\x0c") + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + "0123456789" +
+            "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"};
+  }
+
+  std::size_t size() const { return vocab.size(); }
+
+  /// The ids of the characters of `text` along dim D; a character outside
+  /// the vocabulary throws `dimsum::error`.
+  template <dimension D>
+  tensor<std::int64_t, D> encode(std::string_view text) const {
+    tensor<std::int64_t, D> ids(D{text.size()});
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const auto p = vocab.find(text[i]);
+      if (p == std::string::npos)
+        throw error("char_tokenizer: character '" + std::string(1, text[i]) + "' at " + std::to_string(i) +
+                    " is not in the vocabulary");
+      ids.data()[i] = static_cast<std::int64_t>(p);
+    }
+    return ids;
+  }
+
+  /// The text of a rank-1 id tensor; an id outside the vocabulary throws.
+  template <class I, dimension D>
+  std::string decode(const tensor<I, D>& ids) const {
+    std::string s;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const I id = ids.data()[i];
+      if (id < 0 || static_cast<std::size_t>(id) >= vocab.size())
+        throw shape_error("char_tokenizer: id " + std::to_string(id) + " is out of range for a vocabulary of " +
+                          std::to_string(vocab.size()));
+      s += vocab[static_cast<std::size_t>(id)];
+    }
+    return s;
+  }
+};
+
+/// seed 001's single head: k, q, v = Linear(C, head_size, bias=False)(x);
+/// W = q @ k^T * C^-0.5; causal (tril) mask with -inf; softmax; W @ v.
+template <class T, dimension Emb, dimension Head>
+struct char_head {
+  linear<T, Emb, Head> key, query, value;
+
+  char_head(Emb emb, Head head) : key(emb, head, false), query(emb, head, false), value(emb, head, false) {}
+
+  /// The intermediates, in the seed's orders.
+  template <dimension Batch, dimension QT, dimension KT>
+  struct trace {
+    tensor<T, Batch, QT, Head> k, q, v;
+    tensor<T, Batch, QT, KT> scores_raw, scores, scores_masked, weights;
+  };
+
+  /// x (Batch, Time, Emb) -> out (Batch, Time, Head). QT and KT name the
+  /// query and key positions of the score matrix.
+  template <dimension QT, dimension KT, dimension Batch, dimension Time>
+  tensor<T, Batch, Time, Head> operator()(const tensor<T, Batch, Time, Emb>& x,
+                                          trace<Batch, QT, KT>* tr = nullptr) const {
+    trace<Batch, QT, KT> local;
+    auto& t = tr ? *tr : local;
+    t.k = rename<Time, QT>(key(x));
+    t.q = rename<Time, QT>(query(x));
+    t.v = rename<Time, QT>(value(x));
+    const T scale = static_cast<T>(std::pow(double(x.template extent<Emb>()), -0.5));  // C ** -0.5
+    t.scores_raw = einsum<Batch, QT, KT>(t.q, rename<QT, KT>(t.k));  // q @ k.transpose(-2, -1)
+    t.scores = t.scores_raw * scale;
+    t.scores_masked = causal_mask<QT, KT>(t.scores, -std::numeric_limits<T>::infinity());
+    t.weights = softmax<KT>(t.scores_masked);
+    return rename<QT, Time>(eval(einsum<Batch, QT, Head>(t.weights, rename<QT, KT>(t.v))));  // W @ v
+  }
+};
+
+}  // namespace dimsum::nn

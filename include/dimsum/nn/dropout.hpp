@@ -1,0 +1,38 @@
+#pragma once
+/// \file
+/// `nn::dropout`: zeroes each element with probability p and scales the rest
+/// by 1 / (1 - p) in training; the identity in inference or at p = 0, as
+/// nn.Dropout. Seeded, so a run is reproducible.
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include <dimsum/tensor/tensor.hpp>
+
+namespace dimsum::nn {
+
+struct dropout {
+  double p = 0.0;
+  bool training = false;
+  std::uint64_t seed = 0;
+
+  explicit dropout(double prob = 0.0, bool train = false, std::uint64_t s = 0) : p(prob), training(train), seed(s) {
+    if (!(p >= 0.0 && p < 1.0)) throw error("dropout: p must be in [0, 1), got " + std::to_string(p));
+  }
+
+  /// The (evaluated) result; each call draws a new mask.
+  template <named_expression X>
+  auto operator()(X&& x) {
+    auto t = eval(std::forward<X>(x));
+    if (!training || p == 0.0) return t;
+    std::mt19937_64 gen(seed++);
+    std::bernoulli_distribution keep(1.0 - p);
+    using T = value_type_of_t<decltype(t)>;
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = keep(gen) ? t.data()[i] * scale : T(0);
+    return t;
+  }
+};
+
+}  // namespace dimsum::nn

@@ -1,0 +1,91 @@
+#pragma once
+/// \file
+/// Seed 004's SelfAttention_v1 (weight matrices (d_in, d_out) from
+/// torch.rand) and SelfAttention_v2 (nn.Linear layers, optional qkv bias):
+/// x (Token, DIn) -> context (Token, DOut), scores scaled by
+/// 1/sqrt(extent of DOut), softmax over the key tokens.
+
+#include <cmath>
+#include <cstdint>
+
+#include <dimsum/nn/linear.hpp>
+#include <dimsum/ops/softmax.hpp>
+
+namespace dimsum::nn {
+
+/// The key positions of a self-attention over Token: the same positions
+/// under a second name (`key_token`), so queries and keys are different dims.
+template <dimension Token>
+struct key_position : dim<"key_token"> {};
+
+/// The intermediates of a self-attention forward pass.
+template <class T, dimension Token, dimension DOut>
+struct self_attention_trace {
+  tensor<T, Token, DOut> queries, keys, values;
+  tensor<T, Token, key_position<Token>> attn_scores, attn_weights;  // scores before scaling
+};
+
+namespace detail {
+template <class T, dimension Token, dimension DOut>
+tensor<T, Token, DOut> self_attend(self_attention_trace<T, Token, DOut>& t) {
+  using KT = key_position<Token>;
+  const T d_k = static_cast<T>(std::sqrt(double(t.keys.template extent<DOut>())));
+  t.attn_scores = einsum<Token, KT>(t.queries, rename<Token, KT>(t.keys));  // queries @ keys.T
+  t.attn_weights = softmax<KT>(t.attn_scores / d_k);
+  return einsum<Token, DOut>(t.attn_weights, rename<Token, KT>(t.values));  // attn_weights @ values
+}
+}  // namespace detail
+
+template <class T, dimension DIn, dimension DOut>
+struct self_attention_v1 {
+  tensor<T, DIn, DOut> W_query, W_key, W_value;
+
+  self_attention_v1(DIn d_in, DOut d_out) : W_query(d_in, d_out), W_key(d_in, d_out), W_value(d_in, d_out) {}
+
+  /// torch.rand-like U[0, 1) weights from a seeded generator.
+  void reset_parameters(std::uint64_t seed) {
+    const DIn i{W_query.template extent<DIn>()};
+    const DOut o{W_query.template extent<DOut>()};
+    W_query = tensor<T, DIn, DOut>::random_uniform(seed, i, o);
+    W_key = tensor<T, DIn, DOut>::random_uniform(seed + 1, i, o);
+    W_value = tensor<T, DIn, DOut>::random_uniform(seed + 2, i, o);
+  }
+
+  template <dimension Token>
+  tensor<T, Token, DOut> operator()(const tensor<T, Token, DIn>& x,
+                                    self_attention_trace<T, Token, DOut>* tr = nullptr) const {
+    self_attention_trace<T, Token, DOut> local;
+    auto& t = tr ? *tr : local;
+    t.keys = einsum<Token, DOut>(x, W_key);  // x @ W_key
+    t.queries = einsum<Token, DOut>(x, W_query);
+    t.values = einsum<Token, DOut>(x, W_value);
+    return detail::self_attend(t);
+  }
+};
+
+template <class T, dimension DIn, dimension DOut>
+struct self_attention_v2 {
+  linear<T, DIn, DOut> W_query, W_key, W_value;
+
+  self_attention_v2(DIn d_in, DOut d_out, bool qkv_bias = false)
+      : W_query(d_in, d_out, qkv_bias), W_key(d_in, d_out, qkv_bias), W_value(d_in, d_out, qkv_bias) {}
+
+  void reset_parameters(std::uint64_t seed) {
+    W_query.reset_parameters(seed);
+    W_key.reset_parameters(seed + 1);
+    W_value.reset_parameters(seed + 2);
+  }
+
+  template <dimension Token>
+  tensor<T, Token, DOut> operator()(const tensor<T, Token, DIn>& x,
+                                    self_attention_trace<T, Token, DOut>* tr = nullptr) const {
+    self_attention_trace<T, Token, DOut> local;
+    auto& t = tr ? *tr : local;
+    t.keys = W_key(x);
+    t.queries = W_query(x);
+    t.values = W_value(x);
+    return detail::self_attend(t);
+  }
+};
+
+}  // namespace dimsum::nn
