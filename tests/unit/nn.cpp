@@ -1,0 +1,78 @@
+// nn pieces not covered by the golden tests: linear's shape rule and
+// initialisation, dropout's semantics, embedding of any id shape.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <dimsum/nn/nn.hpp>
+
+#include "support.hpp"
+
+namespace {
+DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
+DIMSUM_DIM(d_in);
+DIMSUM_DIM(d_out);
+DIMSUM_DIM(vocab);
+DIMSUM_DIM(emb);
+}  // namespace
+
+using namespace dimsum;
+
+TEST_CASE("nn::linear: y = x W^T + b, In replaced by Out in place", "[nn]") {
+  nn::linear<double, d_in, d_out> lin(d_in{3}, d_out{2});
+  lin.reset_parameters(5);
+  const double bound = 1.0 / std::sqrt(3.0);
+  for (std::size_t i = 0; i < lin.weight.size(); ++i) CHECK(std::abs(lin.weight.data()[i]) <= bound);
+  tensor<double, batch, d_in, posn> x(batch{2}, d_in{3}, posn{4});
+  test::fill_pattern(x);
+  auto y = lin(x);
+  static_assert(has_dims<decltype(y), batch, d_out, posn>);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t o = 0; o < 2; ++o)
+      for (std::size_t p = 0; p < 4; ++p) {
+        double want = lin.bias(d_out{o});
+        for (std::size_t i = 0; i < 3; ++i) want += x(batch{b}, d_in{i}, posn{p}) * lin.weight(d_out{o}, d_in{i});
+        CHECK(y(batch{b}, d_out{o}, posn{p}) == Approx(want));
+      }
+  nn::linear<double, d_in, d_out> no_bias(d_in{3}, d_out{2}, false);
+  no_bias.weight = lin.weight;
+  auto y0 = no_bias(x);
+  CHECK(y0(batch{1}, d_out{1}, posn{3}) == Approx(y(batch{1}, d_out{1}, posn{3}) - lin.bias(d_out{1})));
+}
+
+TEST_CASE("nn::dropout: identity at p = 0 and in inference, seeded masks in training", "[nn]") {
+  tensor<float, batch, posn> x(batch{50}, posn{40});
+  x.fill(2.0f);
+  nn::dropout off(0.5, false);
+  CHECK(test::flat(off(x)) == test::flat(x));
+  nn::dropout zero(0.0, true);
+  CHECK(test::flat(zero(x)) == test::flat(x));
+  nn::dropout a(0.25, true, 7), b(0.25, true, 7);
+  auto ya = a(x), yb = b(x);
+  CHECK(test::flat(ya) == test::flat(yb));  // same seed, same mask
+  std::size_t zeros = 0;
+  for (double v : test::flat(ya)) {
+    CHECK((v == 0.0 || v == Approx(2.0 / 0.75)));
+    zeros += v == 0.0;
+  }
+  CHECK(std::abs(double(zeros) / 2000.0 - 0.25) < 0.04);
+  CHECK(test::flat(a(x)) != test::flat(ya));  // the next call draws a new mask
+  REQUIRE_THROWS_AS(nn::dropout(1.0), dimsum::error);
+  REQUIRE_THROWS_AS(nn::dropout(-0.1), dimsum::error);
+}
+
+TEST_CASE("nn::embedding: any id shape gathers rows", "[nn]") {
+  nn::embedding<float, vocab, emb> table(vocab{10}, emb{3});
+  table.reset_parameters(2);
+  tensor<std::int32_t, batch, posn> ids(batch{2}, posn{2});
+  ids(batch{0}, posn{0}) = 9;
+  ids(batch{1}, posn{1}) = 4;
+  auto e = table(ids);
+  static_assert(has_dims<decltype(e), batch, posn, emb>);
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(e(batch{0}, posn{0}, emb{k}) == table.weight(vocab{9}, emb{k}));
+    CHECK(e(batch{1}, posn{1}, emb{k}) == table.weight(vocab{4}, emb{k}));
+    CHECK(e(batch{0}, posn{1}, emb{k}) == table.weight(vocab{0}, emb{k}));
+  }
+}
