@@ -1,13 +1,14 @@
 #pragma once
 /// \file
-/// The umbrella header: includes every public header of dimsum.
+/// The umbrella header: includes every public header of dimsum except the
+/// seed modules of nn/ (include <dimsum/nn/nn.hpp> for those).
 
-#include <dimsum/core/concepts.hpp>
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim.hpp>
 #include <dimsum/core/dim_list.hpp>
 #include <dimsum/core/errors.hpp>
 #include <dimsum/core/fixed_string.hpp>
+#include <dimsum/ops/arange.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/mask.hpp>
@@ -17,7 +18,9 @@
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/ops/stack.hpp>
+#include <dimsum/tensor/concepts.hpp>
 #include <dimsum/tensor/named.hpp>
 #include <dimsum/tensor/tensor.hpp>
 #include <dimsum/tensor/tensor_view.hpp>
+#include <dimsum/io/npy.hpp>
 #include <dimsum/io/print.hpp>

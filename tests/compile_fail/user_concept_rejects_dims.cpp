@@ -1,7 +1,7 @@
 // A user function constrained with tensor_of<batch, posn, d_model>, called
 // with a tensor of other dims: the compiler's own concept diagnostic names
 // the required dims.
-// EXPECT: tensor_of<X, batch, posn, d_model>
+// EXPECT: tensor_of<.*, batch, posn, d_model>
 // EXPECT: no matching function for call to .*residual_norm
 #include "common.hpp"
 

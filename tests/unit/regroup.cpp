@@ -72,10 +72,19 @@ TEST_CASE("regroup: split inside a contraction takes extents from the other oper
   CHECK(test::flat(o3) == test::flat(o));
 }
 
+TEST_CASE("regroup: a dim given for a static group label must agree", "[regroup]") {
+  x_t x(batch{1}, posn{2}, features{8});
+  using four = dim<"four", 4>;
+  auto ok = eval(rearrange<"batch posn (four d_k) -> batch four posn d_k">(x, four{}));
+  CHECK(ok.extent<d_k>() == 2);
+  REQUIRE_THROWS_WITH((rearrange<"batch posn (four d_k) -> batch four posn d_k">(x, four{5})),
+                      Catch::Contains("'four' is static with extent 4") && Catch::Contains("5"));
+}
+
 TEST_CASE("regroup: a group whose extents do not multiply out throws", "[regroup]") {
   x_t x(batch{1}, posn{2}, features{6});
   REQUIRE_THROWS_WITH((rearrange<"batch posn (nheads d_k) -> batch nheads posn d_k">(x, nheads{4})),
-                      Catch::Contains("group of extent 6") && Catch::Contains("4"));
+                      Catch::Contains("dim 'features' of extent 6") && Catch::Contains("nheads=4"));
   tensor<float, nheads, d_k, emb> W(nheads{2}, d_k{4}, emb{1});
   REQUIRE_THROWS_WITH((einsum<"batch posn (nheads d_k), nheads d_k emb -> batch posn emb">(x, W)),
                       Catch::Contains("'features' of extent 6") && Catch::Contains("nheads=2 x d_k=4"));

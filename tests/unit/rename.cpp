@@ -52,3 +52,18 @@ TEST_CASE("rename: to a static dim checks the extent", "[rename]") {
   auto v = rename<posn, three>(t);
   CHECK(v.extent<three>() == 3);
 }
+
+TEST_CASE("rename: a renamed lazy expression next to the original name", "[rename]") {
+  // The root holds both posn and q_posn: the renamed side must not read
+  // through posn's strides.
+  tensor<float, posn, d_head> a(posn{3}, d_head{2});
+  tensor<float, posn, d_head> b(posn{4}, d_head{2});
+  test::fill_pattern(a);
+  test::fill_pattern(b, 0.5, 1.0);
+  auto r = eval(rename<posn, q_posn>(a * 1.0f) + b);
+  static_assert(has_dims<decltype(r), q_posn, d_head, posn>);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t d = 0; d < 2; ++d)
+      for (std::size_t j = 0; j < 4; ++j)
+        CHECK(r(q_posn{i}, d_head{d}, posn{j}) == a(posn{i}, d_head{d}) + b(posn{j}, d_head{d}));
+}

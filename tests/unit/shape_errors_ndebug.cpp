@@ -56,7 +56,17 @@ TEST_CASE("NDEBUG: static extents met at run time", "[ndebug]") {
   REQUIRE_THROWS_WITH((tensor<float, d64>(d64{16})), Contains("'d_head' is static with extent 64") && Contains("16"));
 }
 
-TEST_CASE("NDEBUG: an extent product that overflows", "[ndebug]") {
+TEST_CASE("NDEBUG: sizes are checked before anything is allocated", "[ndebug]") {
   const std::size_t huge = std::size_t(1) << 40;
   REQUIRE_THROWS_WITH((tensor<float, batch, posn>(batch{huge}, posn{huge})), Contains("overflows"));
+  // Fits in size_t as elements, not as bytes.
+  const std::size_t big = std::size_t(1) << 31;
+  REQUIRE_THROWS_WITH((tensor<float, batch, posn>(batch{big}, posn{big})), Contains("larger than memory can address"));
+  // The result of an expression: four axes of 2^16 wrap a 64-bit count.
+  tensor<float, batch> a(batch{1 << 16});
+  tensor<float, posn> b(posn{1 << 16});
+  tensor<float, q_posn> c(q_posn{1 << 16});
+  tensor<float, k_posn> d(k_posn{1 << 16});
+  REQUIRE_THROWS_AS((tensor<float, batch, posn, q_posn, k_posn>(einsum<batch, posn, q_posn, k_posn>(a, b, c, d))),
+                    shape_error);
 }

@@ -5,25 +5,31 @@
 /// diagnostic block reads like a sentence on g++ and clang alike:
 ///
 ///     In instantiation of 'struct dimsum::einsum_label_is_not_a_dim_of_its_operand<
-///         dimsum::chars<'p','o','s','x'>, dimsum::operand<1>, dimsum::dims<batch, posn, d_model>>'
+///         dimsum::chars<'p','o','s','x'>, dimsum::operand<0>, dimsum::dims<batch, posn, d_model>>'
 ///     error: static assertion failed: dimsum: einsum label is not a dim of its operand
 ///
 /// Every message starts with "dimsum:". docs/errors.md lists them all with
 /// their fixes; tests/compile_fail/ has one case per error.
 
 #include <cstddef>
-
 #include <dimsum/core/dim_list.hpp>
+#include <utility>
 
 namespace dimsum {
 
 /// Diagnostic wrappers for numbers: `operand<1>` is the second operand.
-template <std::size_t I> struct operand {};
-template <std::size_t N> struct extent_c {};
-template <std::size_t N> struct count_c {};
-template <std::size_t N> struct position_c {};
-template <char C> struct character {};
-template <class... Labels> struct labels {};
+template <std::size_t I>
+struct operand {};
+template <std::size_t N>
+struct extent_c {};
+template <std::size_t N>
+struct count_c {};
+template <std::size_t N>
+struct position_c {};
+template <char C>
+struct character {};
+template <class... Labels>
+struct labels {};
 
 namespace detail {
 template <class...>
@@ -37,126 +43,273 @@ constexpr void report() {
 }
 }  // namespace detail
 
-#define DIMSUM_DEFINE_CHECKER_(name, params, args, message) \
-  template <params>                                        \
-  struct name {                                            \
-    static_assert(::dimsum::detail::always_false<args>, "dimsum: " message); \
-  }
-#define DIMSUM_P_(...) __VA_ARGS__
-
 // --- einsum strings: syntax (the position is the 0-based character offset) ---
-DIMSUM_DEFINE_CHECKER_(einsum_string_has_no_arrow, class S, S,
-                       "einsum string has no '->'; write the output dims after '->', e.g. \"a b, b c -> a c\"");
-DIMSUM_DEFINE_CHECKER_(einsum_string_has_more_than_one_arrow, DIMSUM_P_(class S, class Pos), DIMSUM_P_(S, Pos),
-                       "einsum string has more than one '->'");
-DIMSUM_DEFINE_CHECKER_(einsum_string_has_an_empty_input_term, DIMSUM_P_(class S, class Term), DIMSUM_P_(S, Term),
-                       "einsum string has an empty input term (two commas, or a comma next to '->')");
-DIMSUM_DEFINE_CHECKER_(einsum_string_has_an_invalid_character, DIMSUM_P_(class S, class Pos, class Char),
-                       DIMSUM_P_(S, Pos, Char),
-                       "einsum string has a character that is not part of a label, ',', '->', '(' or ')'");
-DIMSUM_DEFINE_CHECKER_(einsum_string_has_unbalanced_parentheses, DIMSUM_P_(class S, class Pos), DIMSUM_P_(S, Pos),
-                       "einsum string has an unbalanced or nested parenthesis");
-DIMSUM_DEFINE_CHECKER_(einsum_string_has_an_empty_group, DIMSUM_P_(class S, class Pos), DIMSUM_P_(S, Pos),
-                       "einsum string has an empty group '()'");
-DIMSUM_DEFINE_CHECKER_(einsum_string_has_too_many_labels, class S, S,
-                       "einsum string has more terms or labels than dimsum supports (16 terms of 16 labels)");
-DIMSUM_DEFINE_CHECKER_(einsum_term_count_does_not_match_operand_count, DIMSUM_P_(class Terms, class Operands),
-                       DIMSUM_P_(Terms, Operands),
-                       "einsum string has a different number of input terms than einsum has operands");
-DIMSUM_DEFINE_CHECKER_(einsum_term_names_a_label_twice, DIMSUM_P_(class Label, class Term), DIMSUM_P_(Label, Term),
-                       "einsum term names the same label twice; rename one of the dims (e.g. q_posn, k_posn)");
+template <class S>
+struct einsum_string_has_no_arrow {
+  static_assert(detail::always_false<S>,
+                "dimsum: einsum string has no '->'; write the output dims after '->', e.g. \"a b, b c -> a c\"");
+};
+template <class S, class Pos>
+struct einsum_string_has_more_than_one_arrow {
+  static_assert(detail::always_false<S, Pos>, "dimsum: einsum string has more than one '->'");
+};
+template <class S, class Term>
+struct einsum_string_has_an_empty_input_term {
+  static_assert(detail::always_false<S, Term>,
+                "dimsum: einsum string has an empty input term (two commas, or a comma next to '->')");
+};
+template <class S, class Pos, class Char>
+struct einsum_string_has_an_invalid_character {
+  static_assert(detail::always_false<S, Pos, Char>,
+                "dimsum: einsum string has a character that is not part of a label, ',', '->', '(' or ')'");
+};
+template <class S, class Pos>
+struct einsum_string_has_unbalanced_parentheses {
+  static_assert(detail::always_false<S, Pos>, "dimsum: einsum string has an unbalanced or nested parenthesis");
+};
+template <class S, class Pos>
+struct einsum_string_has_an_empty_group {
+  static_assert(detail::always_false<S, Pos>, "dimsum: einsum string has an empty group '()'");
+};
+template <class S>
+struct einsum_string_has_too_many_labels {
+  static_assert(detail::always_false<S>,
+                "dimsum: einsum string has more terms or labels than dimsum supports (16 terms of 16 labels)");
+};
+template <class Terms, class Operands>
+struct einsum_term_count_does_not_match_operand_count {
+  static_assert(detail::always_false<Terms, Operands>,
+                "dimsum: einsum string has a different number of input terms than einsum has operands");
+};
+template <class Label, class Term>
+struct einsum_term_names_a_label_twice {
+  static_assert(detail::always_false<Label, Term>,
+                "dimsum: einsum term names the same label twice; rename one of the dims (e.g. q_posn, k_posn)");
+};
 
 // --- einsum: terms against operands ---
-DIMSUM_DEFINE_CHECKER_(einsum_label_is_not_a_dim_of_its_operand, DIMSUM_P_(class Label, class Operand, class Dims),
-                       DIMSUM_P_(Label, Operand, Dims),
-                       "einsum label is not a dim of its operand; each term must list its operand's dims in order");
-DIMSUM_DEFINE_CHECKER_(einsum_term_lists_dims_in_a_different_order_than_its_operand,
-                       DIMSUM_P_(class Operand, class Term, class Dims), DIMSUM_P_(Operand, Term, Dims),
-                       "einsum term lists its operand's dims in a different order; write them in the operand's order");
-DIMSUM_DEFINE_CHECKER_(einsum_term_does_not_list_every_dim_of_its_operand,
-                       DIMSUM_P_(class Missing, class Operand, class Dims), DIMSUM_P_(Missing, Operand, Dims),
-                       "einsum term does not list every dim of its operand; each term must list all of them in order");
-DIMSUM_DEFINE_CHECKER_(einsum_term_lists_more_dims_than_its_operand_has,
-                       DIMSUM_P_(class Operand, class Term, class Dims), DIMSUM_P_(Operand, Term, Dims),
-                       "einsum term lists more dims than its operand has");
-DIMSUM_DEFINE_CHECKER_(einsum_group_has_more_than_one_unknown_extent, DIMSUM_P_(class Labels, class Operand),
-                       DIMSUM_P_(Labels, Operand),
-                       "einsum group has more than one label whose extent no operand gives; "
-                       "pass the extents as dims after the operands, e.g. einsum<\"...\">(x, nheads{8})");
-DIMSUM_DEFINE_CHECKER_(einsum_output_group_needs_a_name, DIMSUM_P_(class Labels), DIMSUM_P_(Labels),
-                       "a group in the einsum output needs the name of the merged dim, e.g. hd(nheads d_head)");
-DIMSUM_DEFINE_CHECKER_(einsum_extra_dim_is_not_a_group_label, DIMSUM_P_(class Dim), DIMSUM_P_(Dim),
-                       "a dim passed after the operands names no label of a group");
-DIMSUM_DEFINE_CHECKER_(einsum_dims_must_follow_the_operands, DIMSUM_P_(class T), DIMSUM_P_(T),
-                       "einsum takes its operands first, then any dims that give group extents");
-DIMSUM_DEFINE_CHECKER_(rearrange_drops_a_dim, DIMSUM_P_(class Label), DIMSUM_P_(Label),
-                       "rearrange must keep every dim; use einsum or sum to reduce one");
-DIMSUM_DEFINE_CHECKER_(einsum_output_label_is_not_in_any_operand, DIMSUM_P_(class Label), DIMSUM_P_(Label),
-                       "einsum output names a dim that no operand has");
-DIMSUM_DEFINE_CHECKER_(einsum_output_names_a_dim_twice, DIMSUM_P_(class Label), DIMSUM_P_(Label),
-                       "einsum output names the same dim twice");
-DIMSUM_DEFINE_CHECKER_(einsum_needs_at_least_one_operand, class T, T, "einsum needs at least one operand");
-DIMSUM_DEFINE_CHECKER_(einsum_operand_is_not_a_named_tensor, DIMSUM_P_(class Operand, class T), DIMSUM_P_(Operand, T),
-                       "einsum operand is not a dimsum tensor or expression; name it with dimsum::named<Dims...>(x)");
+template <class Label, class Operand, class Dims>
+struct einsum_label_is_not_a_dim_of_its_operand {
+  static_assert(detail::always_false<Label, Operand, Dims>,
+                "dimsum: einsum label is not a dim of its operand; each term must list its operand's dims in order");
+};
+template <class Operand, class Term, class Dims>
+struct einsum_term_lists_dims_in_a_different_order_than_its_operand {
+  static_assert(detail::always_false<Operand, Term, Dims>,
+                "dimsum: einsum term lists its operand's dims in a different order; write them in the operand's order");
+};
+template <class Missing, class Operand, class Dims>
+struct einsum_term_does_not_list_every_dim_of_its_operand {
+  static_assert(detail::always_false<Missing, Operand, Dims>,
+                "dimsum: einsum term does not list every dim of its operand; each term must list all of them in order");
+};
+template <class Operand, class Term, class Dims>
+struct einsum_term_lists_more_dims_than_its_operand_has {
+  static_assert(detail::always_false<Operand, Term, Dims>, "dimsum: einsum term lists more dims than its operand has");
+};
+template <class Labels, class Operand>
+struct einsum_group_has_more_than_one_unknown_extent {
+  static_assert(detail::always_false<Labels, Operand>,
+                "dimsum: einsum group has more than one label whose extent no operand gives; pass the extents as dims "
+                "after the operands, e.g. einsum<\"...\">(x, nheads{8})");
+};
+template <class Labels>
+struct einsum_output_group_needs_a_name {
+  static_assert(detail::always_false<Labels>,
+                "dimsum: a group in the einsum output needs the name of the merged dim, e.g. hd(nheads d_head)");
+};
+template <class Dim>
+struct einsum_extra_dim_is_not_a_group_label {
+  static_assert(detail::always_false<Dim>, "dimsum: a dim passed after the operands names no label of a group");
+};
+template <class T>
+struct einsum_dims_must_follow_the_operands {
+  static_assert(detail::always_false<T>,
+                "dimsum: einsum takes its operands first, then any dims that give group extents");
+};
+template <class Label>
+struct rearrange_drops_a_dim {
+  static_assert(detail::always_false<Label>, "dimsum: rearrange must keep every dim; use einsum or sum to reduce one");
+};
+template <class Label>
+struct einsum_output_label_is_not_in_any_operand {
+  static_assert(detail::always_false<Label>, "dimsum: einsum output names a dim that no operand has");
+};
+template <class Label>
+struct einsum_output_names_a_dim_twice {
+  static_assert(detail::always_false<Label>, "dimsum: einsum output names the same dim twice");
+};
+template <class First, class Other>
+struct einsum_operands_have_different_value_types {
+  static_assert(detail::always_false<First, Other>,
+                "dimsum: einsum operands must share a value type; convert one with dimsum::cast<T>(x)");
+};
+template <class T>
+struct einsum_needs_at_least_one_operand {
+  static_assert(detail::always_false<T>, "dimsum: einsum needs at least one operand");
+};
+template <class Operand, class T>
+struct einsum_operand_is_not_a_named_tensor {
+  static_assert(detail::always_false<Operand, T>,
+                "dimsum: einsum operand is not a dimsum tensor or expression; name it with dimsum::named<Dims...>(x)");
+};
 
 // --- extents ---
-DIMSUM_DEFINE_CHECKER_(static_extent_mismatch, DIMSUM_P_(class Dim, class Left, class Right),
-                       DIMSUM_P_(Dim, Left, Right),
-                       "the same dim has two different static extents");
+template <class Dim, class Left, class Right>
+struct static_extent_mismatch {
+  static_assert(detail::always_false<Dim, Left, Right>, "dimsum: the same dim has two different static extents");
+};
 
 // --- tensors ---
-DIMSUM_DEFINE_CHECKER_(tensor_has_a_duplicate_dim, DIMSUM_P_(class Dim, class Dims), DIMSUM_P_(Dim, Dims),
-                       "a tensor cannot have the same dim twice; rename one (e.g. q_posn and k_posn)");
-DIMSUM_DEFINE_CHECKER_(tensor_constructor_is_missing_the_extent_of, DIMSUM_P_(class Dim, class Dims),
-                       DIMSUM_P_(Dim, Dims),
-                       "constructing this tensor needs the extent of each dynamic dim, e.g. tensor<float, posn>(posn{20})");
-DIMSUM_DEFINE_CHECKER_(argument_is_not_a_dim_of_the_tensor, DIMSUM_P_(class Arg, class Dims), DIMSUM_P_(Arg, Dims),
-                       "argument names a dim that the tensor does not have");
-DIMSUM_DEFINE_CHECKER_(argument_names_a_dim_twice, DIMSUM_P_(class Arg, class Dims), DIMSUM_P_(Arg, Dims),
-                       "argument list names the same dim twice");
-DIMSUM_DEFINE_CHECKER_(element_access_is_missing_an_index_for, DIMSUM_P_(class Dim, class Dims), DIMSUM_P_(Dim, Dims),
-                       "element access needs one index per dim, given by name, e.g. x(posn{3}, batch{0})");
-DIMSUM_DEFINE_CHECKER_(assignment_between_different_dims, DIMSUM_P_(class Target, class Source),
-                       DIMSUM_P_(Target, Source),
-                       "assigning an expression to a tensor needs the same dims (in any order)");
-DIMSUM_DEFINE_CHECKER_(named_rank_does_not_match_dims, DIMSUM_P_(class Rank, class Dims), DIMSUM_P_(Rank, Dims),
-                       "naming an xtensor expression needs exactly one dim per axis");
-DIMSUM_DEFINE_CHECKER_(value_type_mismatch, DIMSUM_P_(class Target, class Source), DIMSUM_P_(Target, Source),
-                       "assigning needs the same value type; convert explicitly with dimsum::cast<T>(x)");
+template <class Dim, class Dims>
+struct tensor_has_a_duplicate_dim {
+  static_assert(detail::always_false<Dim, Dims>,
+                "dimsum: a tensor cannot have the same dim twice; rename one (e.g. q_posn and k_posn)");
+};
+template <class Dim, class Dims>
+struct tensor_constructor_is_missing_the_extent_of {
+  static_assert(
+      detail::always_false<Dim, Dims>,
+      "dimsum: constructing this tensor needs the extent of each dynamic dim, e.g. tensor<float, posn>(posn{20})");
+};
+template <class Arg, class Dims>
+struct argument_is_not_a_dim_of_the_tensor {
+  static_assert(detail::always_false<Arg, Dims>, "dimsum: argument names a dim that the tensor does not have");
+};
+template <class Arg, class Dims>
+struct argument_names_a_dim_twice {
+  static_assert(detail::always_false<Arg, Dims>, "dimsum: argument list names the same dim twice");
+};
+template <class Dim, class Dims>
+struct element_access_is_missing_an_index_for {
+  static_assert(detail::always_false<Dim, Dims>,
+                "dimsum: element access needs one index per dim, given by name, e.g. x(posn{3}, batch{0})");
+};
+template <class Target, class Source>
+struct assignment_between_different_dims {
+  static_assert(detail::always_false<Target, Source>,
+                "dimsum: assigning an expression to a tensor needs the same dims (in any order)");
+};
+template <class Rank, class Dims>
+struct named_rank_does_not_match_dims {
+  static_assert(detail::always_false<Rank, Dims>,
+                "dimsum: naming an xtensor expression needs exactly one dim per axis");
+};
+template <class Target, class Source>
+struct value_type_mismatch {
+  static_assert(detail::always_false<Target, Source>,
+                "dimsum: assigning needs the same value type; convert explicitly with dimsum::cast<T>(x)");
+};
 
-DIMSUM_DEFINE_CHECKER_(tensor_dims_are_not_the_required_dims, DIMSUM_P_(class Required, class Actual),
-                       DIMSUM_P_(Required, Actual),
-                       "the tensor's dims are not the dims this function requires (names and order)");
+template <class Required, class Actual>
+struct tensor_dims_are_not_the_required_dims {
+  static_assert(detail::always_false<Required, Actual>,
+                "dimsum: the tensor's dims are not the dims this function requires (names and order)");
+};
 
 // --- element-wise ---
-DIMSUM_DEFINE_CHECKER_(elementwise_operands_share_no_dim, DIMSUM_P_(class Left, class Right), DIMSUM_P_(Left, Right),
-                       "element-wise operation between tensors that share no dim; "
-                       "use dimsum::outer(a, b) if an outer product is meant");
+template <class Left, class Right>
+struct elementwise_operands_share_no_dim {
+  static_assert(detail::always_false<Left, Right>,
+                "dimsum: element-wise operation between tensors that share no dim; use dimsum::outer(a, b) if an outer "
+                "product is meant");
+};
 
 // --- reductions, softmax, masks, rename ---
-DIMSUM_DEFINE_CHECKER_(reduction_dim_is_not_a_dim_of_the_tensor, DIMSUM_P_(class Dim, class Dims),
-                       DIMSUM_P_(Dim, Dims), "reduction over a dim that the tensor does not have");
-DIMSUM_DEFINE_CHECKER_(softmax_dim_is_not_a_dim_of_the_tensor, DIMSUM_P_(class Dim, class Dims), DIMSUM_P_(Dim, Dims),
-                       "softmax over a dim that the tensor does not have");
-DIMSUM_DEFINE_CHECKER_(causal_mask_dim_is_not_a_dim_of_the_tensor, DIMSUM_P_(class Dim, class Dims),
-                       DIMSUM_P_(Dim, Dims), "causal_mask over a dim that the tensor does not have");
-DIMSUM_DEFINE_CHECKER_(causal_mask_query_and_key_are_the_same_dim, class Dim, Dim,
-                       "causal_mask needs two different dims: the query position and the key position");
-DIMSUM_DEFINE_CHECKER_(masked_fill_mask_has_a_dim_the_tensor_lacks, DIMSUM_P_(class Dim, class Mask, class Dims),
-                       DIMSUM_P_(Dim, Mask, Dims),
-                       "masked_fill mask has a dim that the tensor lacks; a mask broadcasts into the tensor, never grows it");
-DIMSUM_DEFINE_CHECKER_(masked_fill_mask_is_not_boolean, class T, T, "masked_fill needs a mask of bool values");
-DIMSUM_DEFINE_CHECKER_(rename_source_is_not_a_dim_of_the_tensor, DIMSUM_P_(class From, class Dims),
-                       DIMSUM_P_(From, Dims), "rename of a dim that the tensor does not have");
-DIMSUM_DEFINE_CHECKER_(rename_target_is_already_a_dim_of_the_tensor, DIMSUM_P_(class To, class Dims),
-                       DIMSUM_P_(To, Dims), "rename to a name that the tensor already has");
+template <class Dim, class Dims>
+struct reduction_dim_is_not_a_dim_of_the_tensor {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: reduction over a dim that the tensor does not have");
+};
+template <class Dim, class Dims>
+struct reduction_names_a_dim_twice {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: reduction names the same dim twice");
+};
+template <class Dim, class Dims>
+struct softmax_dim_is_not_a_dim_of_the_tensor {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: softmax over a dim that the tensor does not have");
+};
+template <class Dim, class Dims>
+struct causal_mask_dim_is_not_a_dim_of_the_tensor {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: causal_mask over a dim that the tensor does not have");
+};
+template <class Dim>
+struct causal_mask_query_and_key_are_the_same_dim {
+  static_assert(detail::always_false<Dim>,
+                "dimsum: causal_mask needs two different dims: the query position and the key position");
+};
+template <class Dim, class Mask, class Dims>
+struct masked_fill_mask_has_a_dim_the_tensor_lacks {
+  static_assert(
+      detail::always_false<Dim, Mask, Dims>,
+      "dimsum: masked_fill mask has a dim that the tensor lacks; a mask broadcasts into the tensor, never grows it");
+};
+template <class T>
+struct masked_fill_mask_is_not_boolean {
+  static_assert(detail::always_false<T>, "dimsum: masked_fill needs a mask of bool values");
+};
+template <class From, class Dims>
+struct rename_source_is_not_a_dim_of_the_tensor {
+  static_assert(detail::always_false<From, Dims>, "dimsum: rename of a dim that the tensor does not have");
+};
+template <class To, class Dims>
+struct rename_target_is_already_a_dim_of_the_tensor {
+  static_assert(detail::always_false<To, Dims>, "dimsum: rename to a name that the tensor already has");
+};
+
+template <class Dim, class Dims>
+struct stack_dim_is_already_a_dim_of_the_parts {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: stack needs a new dim, not one the parts already have");
+};
+template <class Dim, class Dims>
+struct concat_dim_is_not_a_dim_of_the_parts {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: concat along a dim that the parts do not have");
+};
 
 // --- nn ---
-DIMSUM_DEFINE_CHECKER_(attention_query_and_key_positions_share_a_name, class Dim, Dim,
-                       "attention needs different dims for query and key positions; "
-                       "rename one, e.g. rename<posn, k_posn>(x)");
+template <class In, class Dims>
+struct linear_input_lacks_the_in_dim {
+  static_assert(detail::always_false<In, Dims>,
+                "dimsum: linear layer applied to a tensor without the layer's input dim");
+};
+template <class Out, class Dims>
+struct linear_input_already_has_the_out_dim {
+  static_assert(detail::always_false<Out, Dims>,
+                "dimsum: linear layer applied to a tensor that already has the layer's output dim");
+};
+template <class Operand, class Dim, class Dims>
+struct attention_operand_lacks_a_dim {
+  static_assert(detail::always_false<Operand, Dim, Dims>,
+                "dimsum: attention operand lacks a dim it needs (q: query positions and the contracted dim; k: key "
+                "positions and the contracted dim; v: key positions)");
+};
+template <class Dim>
+struct attention_query_and_key_positions_share_a_name {
+  static_assert(
+      detail::always_false<Dim>,
+      "dimsum: attention needs different dims for query and key positions; rename one, e.g. rename<posn, k_posn>(x)");
+};
 
-#undef DIMSUM_P_
-#undef DIMSUM_DEFINE_CHECKER_
+namespace detail {
+/// Reports the first shared dim of A and B whose static extents differ.
+template <class A, class B>
+constexpr auto check_static_agreement() {
+  constexpr auto bad = [] {
+    for (std::size_t i = 0; i < A::size; ++i) {
+      std::size_t j = find_name(B::names, A::names[i]);
+      if (j != npos && A::static_extents[i] != dynamic && B::static_extents[j] != dynamic &&
+          A::static_extents[i] != B::static_extents[j])
+        return std::pair<std::size_t, std::size_t>{i, j};
+    }
+    return std::pair<std::size_t, std::size_t>{npos, npos};
+  }();
+  if constexpr (bad.first != npos) {
+    report<static_extent_mismatch<diagnostic_name_t<at_t<A, bad.first>>, extent_c<A::static_extents[bad.first]>,
+                                  extent_c<B::static_extents[bad.second]>>>();
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
 
 }  // namespace dimsum

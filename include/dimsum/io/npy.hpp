@@ -9,12 +9,11 @@
 
 #include <array>
 #include <cstddef>
-#include <string>
-#include <vector>
-
 #include <dimsum/io/detail/npy_format.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/tensor/tensor.hpp>
+#include <string>
+#include <vector>
 
 namespace dimsum {
 
@@ -45,35 +44,36 @@ template <class Tensor, dimension... Given>
 Tensor load_npy(const std::string& path, const Given&... given) {
   using T = value_type_of_t<Tensor>;
   using L = dims_of_t<Tensor>;
-  static_assert(detail::check_named_args<L, Given...>());
-  auto a = io::detail::read_npy<T>(path);
-  if (a.shape.size() != L::size)
-    io::detail::throw_npy_error(path, "has " + std::to_string(a.shape.size()) + " axes (shape " +
-                                          io::detail::npy_shape_string(a.shape) + ") but " +
-                                          detail::dims_description<Tensor>() + " has " + std::to_string(L::size) +
-                                          " dims");
-  std::array<std::size_t, L::size> ext{};
-  for (std::size_t i = 0; i < L::size; ++i) {
-    ext[i] = a.shape[i];
-    if (L::static_extents[i] != dynamic && L::static_extents[i] != ext[i])
-      io::detail::throw_npy_error(path, "axis " + std::to_string(i) + " (dim '" + std::string(L::names[i]) +
-                                            "') has extent " + std::to_string(ext[i]) +
-                                            " but the dim is static with extent " +
-                                            std::to_string(L::static_extents[i]));
+  if constexpr (!detail::check_named_args<L, Given...>()) {
+    return Tensor{};
+  } else {
+    auto a = io::detail::read_npy<T>(path);
+    if (a.shape.size() != L::size)
+      io::detail::throw_npy_error(
+          path, "has " + std::to_string(a.shape.size()) + " axes (shape " + io::detail::npy_shape_string(a.shape) +
+                    ") but " + detail::dims_description<Tensor>() + " has " + std::to_string(L::size) + " dims");
+    std::array<std::size_t, L::size> ext{};
+    for (std::size_t i = 0; i < L::size; ++i) {
+      ext[i] = a.shape[i];
+      if (L::static_extents[i] != dynamic && L::static_extents[i] != ext[i])
+        io::detail::throw_npy_error(path, "axis " + std::to_string(i) + " (dim '" + std::string(L::names[i]) +
+                                              "') has extent " + std::to_string(ext[i]) +
+                                              " but the dim is static with extent " +
+                                              std::to_string(L::static_extents[i]));
+    }
+    (
+        [&] {
+          constexpr std::size_t p = index_of<L>(Given::name.view());
+          if (ext[p] != given.value)
+            io::detail::throw_npy_error(
+                path, "axis " + std::to_string(p) + " (dim '" + std::string(Given::name.view()) + "') has extent " +
+                          std::to_string(ext[p]) + " but " + std::to_string(given.value) + " was required");
+        }(),
+        ...);
+    auto t = Tensor::from_extents(ext);
+    std::copy(a.data.begin(), a.data.end(), t.data());
+    return t;
   }
-  (
-      [&] {
-        constexpr std::size_t p = index_of<L>(Given::name.view());
-        if (ext[p] != given.value)
-          io::detail::throw_npy_error(path, "axis " + std::to_string(p) + " (dim '" +
-                                                std::string(Given::name.view()) + "') has extent " +
-                                                std::to_string(ext[p]) + " but " + std::to_string(given.value) +
-                                                " was required");
-      }(),
-      ...);
-  auto t = Tensor::from_extents(ext);
-  std::copy(a.data.begin(), a.data.end(), t.data());
-  return t;
 }
 
 /// Writes a named expression to a `.npy` file in C order of its dims.

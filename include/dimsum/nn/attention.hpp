@@ -48,11 +48,22 @@ auto dot_product_attention(const Q& q, const K& k, const V& v, const M& mask = {
   using T = value_type_of_t<Q>;
   using LS = detail::scores_dims_t<dims_of_t<Q>, dims_of_t<K>, D>;
   using LO = detail::output_dims_t<LS, dims_of_t<V>, KP>;
-  static_assert(contains_v<dims_of_t<Q>, QP> && contains_v<dims_of_t<Q>, D>,
-                "dimsum: attention's q needs the query-position dim and the contracted dim");
-  static_assert(contains_v<dims_of_t<K>, KP> && contains_v<dims_of_t<K>, D> && contains_v<dims_of_t<V>, KP>,
-                "dimsum: attention's k needs the key-position and contracted dims, v the key-position dim");
-  if constexpr (QP::name.view() == KP::name.view()) {
+  using LQ = dims_of_t<Q>;
+  using LK = dims_of_t<K>;
+  using LV = dims_of_t<V>;
+  using dimsum::detail::report;
+  if constexpr (!contains_v<LQ, QP> || !contains_v<LQ, D>) {
+    report<attention_operand_lacks_a_dim<chars<'q'>, diagnostic_name_t<std::conditional_t<contains_v<LQ, QP>, D, QP>>,
+                                         diagnostic_dims_t<LQ>>>();
+    return invalid_expression{};
+  } else if constexpr (!contains_v<LK, KP> || !contains_v<LK, D>) {
+    report<attention_operand_lacks_a_dim<chars<'k'>, diagnostic_name_t<std::conditional_t<contains_v<LK, KP>, D, KP>>,
+                                         diagnostic_dims_t<LK>>>();
+    return invalid_expression{};
+  } else if constexpr (!contains_v<LV, KP>) {
+    report<attention_operand_lacks_a_dim<chars<'v'>, diagnostic_name_t<KP>, diagnostic_dims_t<LV>>>();
+    return invalid_expression{};
+  } else if constexpr (QP::name.view() == KP::name.view()) {
     dimsum::detail::report<attention_query_and_key_positions_share_a_name<diagnostic_name_t<QP>>>();
     return invalid_expression{};
   } else {

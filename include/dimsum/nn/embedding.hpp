@@ -10,7 +10,6 @@
 #include <string>
 
 #include <dimsum/io/npy.hpp>
-#include <dimsum/ops/arange.hpp>
 
 namespace dimsum::nn {
 

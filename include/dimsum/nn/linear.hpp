@@ -55,12 +55,17 @@ struct linear {
   auto operator()(X&& x) const {
     using L = dims_of_t<X>;
     using R = replace_dim_t<L, In, Out>;
-    static_assert(contains_v<L, In>, "dimsum: linear's input lacks the layer's In dim");
-    static_assert(!contains_v<L, Out> || In::name.view() == Out::name.view(),
-                  "dimsum: linear's input already has the layer's Out dim");
-    auto y = detail::make_einsum<R>(std::forward<X>(x), weight);
-    if (has_bias) return tensor_for_t<T, R>(std::move(y) + bias);
-    return tensor_for_t<T, R>(std::move(y));
+    if constexpr (!contains_v<L, In>) {
+      detail::report<linear_input_lacks_the_in_dim<diagnostic_name_t<In>, diagnostic_dims_t<L>>>();
+      return invalid_expression{};
+    } else if constexpr (contains_v<L, Out> && In::name.view() != Out::name.view()) {
+      detail::report<linear_input_already_has_the_out_dim<diagnostic_name_t<Out>, diagnostic_dims_t<L>>>();
+      return invalid_expression{};
+    } else {
+      auto y = detail::make_einsum<R>(std::forward<X>(x), weight);
+      if (has_bias) return tensor_for_t<T, R>(std::move(y) + bias);
+      return tensor_for_t<T, R>(std::move(y));
+    }
   }
 };
 

@@ -113,7 +113,7 @@ namespace detail {
 /// Checks each operand's static extents against those of the operands
 /// before it (the union keeps a static extent wherever one was seen).
 template <class Acc, class... Rest>
-constexpr bool check_static_agreement_fold() {
+constexpr auto check_static_agreement_fold() {
   if constexpr (sizeof...(Rest) == 0) {
     return true;
   } else {
@@ -126,7 +126,7 @@ constexpr bool check_static_agreement_fold() {
   }
 }
 template <class... Ls>
-constexpr bool check_static_agreement_all() {
+constexpr auto check_static_agreement_all() {
   return check_static_agreement_fold<dim_list<>, Ls...>();
 }
 
@@ -135,8 +135,20 @@ constexpr bool check_static_agreement_all() {
 /// from the operands (so static extents carry over).
 template <class Out, class... Ops>
 auto make_einsum(Ops&&... ops) {
+  constexpr std::size_t foreign = [] {
+    std::size_t i = 0;
+    for (bool ok : std::array<bool, sizeof...(Ops)>{named_expression<Ops>...}) {
+      if (!ok) return i;
+      ++i;
+    }
+    return npos;
+  }();
   if constexpr (sizeof...(Ops) == 0) {
-    report<einsum_needs_at_least_one_operand<Out>>();
+    report<einsum_needs_at_least_one_operand<diagnostic_dims_t<Out>>>();
+    return invalid_expression{};
+  } else if constexpr (foreign != npos) {
+    report<einsum_operand_is_not_a_named_tensor<operand<foreign>,
+                                                std::remove_cvref_t<std::tuple_element_t<foreign, std::tuple<Ops...>>>>>();
     return invalid_expression{};
   } else if constexpr ((is_invalid_v<Ops> || ...)) {
     return invalid_expression{};
@@ -171,7 +183,8 @@ auto make_einsum(Ops&&... ops) {
     } else if constexpr (!check_static_agreement_all<dims_of_t<Ops>...>()) {
       return invalid_expression{};
     } else if constexpr (other_type != npos) {
-      report<value_type_mismatch<T0, value_type_of_t<std::tuple_element_t<other_type, std::tuple<Ops...>>>>>();
+      report<einsum_operands_have_different_value_types<
+          T0, value_type_of_t<std::tuple_element_t<other_type, std::tuple<Ops...>>>>>();
       return invalid_expression{};
     } else {
       constexpr auto pos = positions_in<Out, U>();
@@ -195,7 +208,7 @@ namespace dimsum {
 /// `hd(h d)` in the output merges dims into the dim `hd`. Trailing dim
 /// values (`nheads{8}`) give the extent of group labels no operand has.
 template <fixed_string S, class... Args>
-  requires(sizeof...(Args) > 0 && ((named_expression<Args> || dimension<std::remove_cvref_t<Args>>) && ...))
+  requires(sizeof...(Args) > 0)
 auto einsum(Args&&... args) {
   return detail::einsum_string_args<S, false>(std::forward<Args>(args)...);
 }
@@ -204,14 +217,14 @@ auto einsum(Args&&... args) {
 /// `rearrange<"batch posn hd(nheads d_head) -> batch nheads posn d_head">(x, nheads{8})`.
 /// Dropping a dim is a compile error (use einsum or sum to reduce).
 template <fixed_string S, class... Args>
-  requires(sizeof...(Args) > 0 && ((named_expression<Args> || dimension<std::remove_cvref_t<Args>>) && ...))
+  requires(sizeof...(Args) > 0)
 auto rearrange(Args&&... args) {
   return detail::einsum_string_args<S, true>(std::forward<Args>(args)...);
 }
 
 /// einsum, named spelling: `einsum<a, c>(x, y)` keeps dims a and c, in that
 /// order, and sums every other dim of the operands.
-template <dimension... Out, named_expression... Ops>
+template <dimension... Out, class... Ops>
 auto einsum(Ops&&... ops) {
   return detail::make_einsum<dim_list<Out...>>(std::forward<Ops>(ops)...);
 }

@@ -83,26 +83,6 @@ struct union_all<A, B, Rest...> {
   using type = typename union_all<union_t<A, B>, Rest...>::type;
 };
 
-/// Reports the first shared dim of A and B whose static extents differ.
-template <class A, class B>
-constexpr bool check_static_agreement() {
-  constexpr auto bad = [] {
-    for (std::size_t i = 0; i < A::size; ++i) {
-      std::size_t j = find_name(B::names, A::names[i]);
-      if (j != npos && A::static_extents[i] != dynamic && B::static_extents[j] != dynamic &&
-          A::static_extents[i] != B::static_extents[j])
-        return std::pair<std::size_t, std::size_t>{i, j};
-    }
-    return std::pair<std::size_t, std::size_t>{npos, npos};
-  }();
-  if constexpr (bad.first != npos) {
-    report<static_extent_mismatch<diagnostic_name_t<at_t<A, bad.first>>, extent_c<A::static_extents[bad.first]>,
-                                  extent_c<B::static_extents[bad.second]>>>();
-    return false;
-  } else {
-    return true;
-  }
-}
 }  // namespace detail
 
 /// A lazy element-wise operation `Op` over named expressions `Args`.

@@ -88,7 +88,15 @@ auto make_reduction(E&& e) {
     report<reduction_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<at_t<dim_list<Ds...>, bad>>,
                                                     diagnostic_dims_t<L>>>();
     return invalid_expression{};
-  } else if constexpr (!check_unique_dims<dim_list<Ds...>>()) {
+  } else if constexpr (constexpr std::size_t twice = [] {
+                         using R = dim_list<Ds...>;
+                         for (std::size_t i = 0; i < R::size; ++i)
+                           for (std::size_t j = i + 1; j < R::size; ++j)
+                             if (R::names[i] == R::names[j]) return j;
+                         return npos;
+                       }();
+                       twice != npos) {
+    report<reduction_names_a_dim_twice<diagnostic_name_t<at_t<dim_list<Ds...>, twice>>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
   } else {
     return reduce_expr<Op, dim_list<Ds...>, E>(std::forward<E>(e));

@@ -41,10 +41,13 @@ class rename_expr : public expression_tag {
   auto extents() const { return e_.extents(); }
   const auto& operand() const { return e_; }
 
+  // An element-wise parent reads the inner result under the new name. The
+  // root may hold From as well (`rename<posn, q_posn>(a) + b` with b over
+  // posn), so the inner expression cannot be evaluated against the root with
+  // the name swapped back: it is materialised first.
   template <class Root>
   auto evaluator() const {
-    // The inner expression sees the root with To called From again.
-    return e_.template evaluator<replace_dim_t<Root, To, From>>();
+    return detail::materializing_evaluator<Root>(*this);
   }
   void eval_to(const strided<value_type, rank>& dst) const { e_.eval_to(dst); }
 

@@ -17,7 +17,7 @@ namespace dimsum {
 
 namespace detail {
 template <class L, dimension D>
-constexpr bool check_dim_present() {
+constexpr auto check_dim_present() {
   if constexpr (!contains_v<L, D>) {
     report<argument_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
     return false;

@@ -27,11 +27,9 @@ void check_parts_agree(const std::vector<E>& parts, std::size_t skip, const char
 }
 }  // namespace detail
 
-/// Stacks same-shaped tensors along a new leading dim D; the result's dims
-/// are D followed by the parts' dims. An empty list is an error.
+namespace detail {
 template <dimension D, class T, dimension... Ds>
-tensor<T, D, Ds...> stack(const std::vector<tensor<T, Ds...>>& parts) {
-  static_assert(!contains_v<dim_list<Ds...>, D>, "dimsum: stack needs a new dim, not one the parts already have");
+tensor<T, D, Ds...> stack_impl(const std::vector<tensor<T, Ds...>>& parts) {
   if (parts.empty()) throw shape_error("stack: no tensors to stack along '" + std::string(D::name.view()) + "'");
   detail::check_parts_agree(parts, detail::npos, "stack");
   std::array<std::size_t, sizeof...(Ds) + 1> ext{};
@@ -42,13 +40,12 @@ tensor<T, D, Ds...> stack(const std::vector<tensor<T, Ds...>>& parts) {
   for (std::size_t j = 0; j < parts.size(); ++j) std::copy_n(parts[j].data(), n, out.data() + j * n);
   return out;
 }
+}  // namespace detail
 
-/// Joins tensors with the same dims along their dim D; every other extent
-/// must agree.
+namespace detail {
 template <dimension D, class T, dimension... Ds>
-tensor<T, Ds...> concat(const std::vector<tensor<T, Ds...>>& parts) {
+tensor<T, Ds...> concat_impl(const std::vector<tensor<T, Ds...>>& parts) {
   using L = dim_list<Ds...>;
-  static_assert(contains_v<L, D>, "dimsum: concat along a dim that the tensors do not have");
   constexpr std::size_t p = index_of<L>(D::name.view());
   if (parts.empty()) throw shape_error("concat: no tensors to join along '" + std::string(D::name.view()) + "'");
   detail::check_parts_agree(parts, p, "concat");
@@ -70,5 +67,32 @@ tensor<T, Ds...> concat(const std::vector<tensor<T, Ds...>>& parts) {
   }
   return out;
 }
+}  // namespace detail
+
+/// Stacks same-shaped tensors along a new leading dim D; the result's dims
+/// are D followed by the parts' dims. An empty list is an error.
+template <dimension D, class T, dimension... Ds>
+auto stack(const std::vector<tensor<T, Ds...>>& parts) {
+  if constexpr (contains_v<dim_list<Ds...>, D>) {
+    detail::report<stack_dim_is_already_a_dim_of_the_parts<diagnostic_name_t<D>, dims<diagnostic_name_t<Ds>...>>>();
+    return invalid_expression{};
+  } else {
+    return detail::stack_impl<D>(parts);
+  }
+}
+
+
+/// Joins tensors with the same dims along their dim D; every other extent
+/// must agree.
+template <dimension D, class T, dimension... Ds>
+auto concat(const std::vector<tensor<T, Ds...>>& parts) {
+  if constexpr (!contains_v<dim_list<Ds...>, D>) {
+    detail::report<concat_dim_is_not_a_dim_of_the_parts<diagnostic_name_t<D>, dims<diagnostic_name_t<Ds>...>>>();
+    return invalid_expression{};
+  } else {
+    return detail::concat_impl<D>(parts);
+  }
+}
+
 
 }  // namespace dimsum

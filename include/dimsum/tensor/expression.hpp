@@ -17,6 +17,7 @@
 /// evaluator; assigned directly, they write straight into the destination.
 
 #include <array>
+#include <cstdint>
 #include <concepts>
 #include <cstddef>
 #include <string>
@@ -77,12 +78,26 @@ using closure_t = std::conditional_t<std::is_lvalue_reference_v<E>, const std::r
 
 inline std::size_t checked_product(const std::size_t* extents, std::size_t n) {
   std::size_t p = 1;
+  bool zero = false;
+  for (std::size_t i = 0; i < n; ++i) zero = zero || extents[i] == 0;
+  if (zero) return 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (extents[i] != 0 && p > static_cast<std::size_t>(-1) / extents[i])
+    if (p > static_cast<std::size_t>(-1) / extents[i])
       throw shape_error("the product of the extents overflows std::size_t");
     p *= extents[i];
   }
   return p;
+}
+
+/// The element count of a buffer of T with these extents, checked before
+/// anything is allocated: the byte count must fit in a ptrdiff_t.
+template <class T, std::size_t R>
+std::size_t checked_size(const std::array<std::size_t, R>& ext) {
+  const std::size_t n = checked_product(ext.data(), R);
+  if (n > static_cast<std::size_t>(PTRDIFF_MAX) / sizeof(T))
+    throw shape_error("a tensor of " + std::to_string(n) + " elements of " + std::to_string(sizeof(T)) +
+                      " bytes is larger than memory can address");
+  return n;
 }
 
 /// Row-major (C order) strides for the given extents.

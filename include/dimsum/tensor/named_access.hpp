@@ -16,7 +16,7 @@ namespace dimsum::detail {
 
 /// Reports the first duplicate dim of L, if any; true when L is valid.
 template <class L>
-constexpr bool check_unique_dims() {
+constexpr auto check_unique_dims() {
   constexpr std::size_t dup = [] {
     for (std::size_t i = 0; i < L::size; ++i)
       for (std::size_t j = i + 1; j < L::size; ++j)
@@ -33,7 +33,7 @@ constexpr bool check_unique_dims() {
 
 /// Checks that the argument dims Args name dims of L, each at most once.
 template <class L, class... Args>
-constexpr bool check_named_args() {
+constexpr auto check_named_args() {
   using A = dim_list<Args...>;
   constexpr std::size_t foreign = [] {
     for (std::size_t i = 0; i < A::size; ++i)
@@ -109,7 +109,7 @@ std::ptrdiff_t offset_from_indices(const std::array<std::size_t, L::size>& ext,
 
 /// Checks element access: every dim of L named once.
 template <class L, class... Args>
-constexpr bool check_indices() {
+constexpr auto check_indices() {
   if constexpr (!check_named_args<L, Args...>()) {
     return false;
   } else {

@@ -48,6 +48,7 @@ class tensor : public expression_tag {
     if constexpr (check_source<E>()) {
       auto ext = detail::permute<dims_of_t<E>, dims>(e.extents());
       detail::check_static_extents<dims>(ext, "assignment");
+      detail::checked_size<T>(ext);
       storage_ = storage_type(to_shape(ext));
       e.eval_to(view_in_order_of<dims_of_t<E>>());
     }
@@ -178,8 +179,8 @@ class tensor : public expression_tag {
 
  private:
   struct from_extents_tag {};
-  tensor(from_extents_tag, const std::array<std::size_t, rank>& ext) : storage_(to_shape(ext)) {
-    detail::checked_product(ext.data(), rank);
+  tensor(from_extents_tag, const std::array<std::size_t, rank>& ext)
+      : storage_((detail::checked_size<T>(ext), to_shape(ext))) {
     std::fill(storage_.begin(), storage_.end(), T{});
   }
 
@@ -211,7 +212,7 @@ class tensor : public expression_tag {
   }
 
   template <class E>
-  static constexpr bool check_source() {
+  static constexpr auto check_source() {
     if constexpr (is_invalid_v<E>) {
       return false;
     } else if constexpr (!same_name_set_v<dims, dims_of_t<E>>) {
@@ -219,6 +220,8 @@ class tensor : public expression_tag {
       return false;
     } else if constexpr (!std::is_same_v<value_type_of_t<E>, T>) {
       detail::report<value_type_mismatch<T, value_type_of_t<E>>>();
+      return false;
+    } else if constexpr (!detail::check_static_agreement<dims, dims_of_t<E>>()) {
       return false;
     } else {
       return true;

@@ -57,7 +57,7 @@ struct group_labels<S, T, First, std::index_sequence<I...>> {
 
 /// Reports a syntax error of the string S, if any.
 template <fixed_string S>
-constexpr bool check_einsum_syntax() {
+constexpr auto check_einsum_syntax() {
   constexpr parsed_einsum p = parsed_v<S>;
   using E = einsum_parse_error;
   using Pos = position_c<p.error_pos>;
@@ -117,7 +117,7 @@ struct einsum_term_match {
 /// Reports the first way term J of S fails to list operand J's dims L in
 /// order; true when it lists them exactly.
 template <fixed_string S, std::size_t J, class L>
-constexpr bool check_einsum_term() {
+constexpr auto check_einsum_term() {
   using M = einsum_term_match<S, J, L>;
   using D = diagnostic_dims_t<L>;
   if constexpr (M::foreign != npos) {
@@ -140,7 +140,7 @@ constexpr bool check_einsum_term() {
 }
 
 template <fixed_string S, class... Ls>
-constexpr bool check_einsum_terms() {
+constexpr auto check_einsum_terms() {
   return [&]<std::size_t... J>(std::index_sequence<J...>) {
     bool ok = true;
     ((ok = ok && check_einsum_term<S, J, Ls>()), ...);
@@ -222,6 +222,11 @@ template <class D, class OpsTuple, class Extras>
 bool label_extent(const OpsTuple& ops, const Extras& extras, std::size_t& out) {
   if constexpr (D::is_static) {
     out = D::static_extent;
+    std::size_t given = 0;
+    if (std::apply([&](const auto&... x) { return (extent_from_extra<D>(x, given) || ... || false); }, extras) &&
+        given != D::static_extent)
+      throw shape_error("einsum: dim '" + std::string(D::name.view()) + "' is static with extent " +
+                        std::to_string(D::static_extent) + " but was given extent " + std::to_string(given));
     return true;
   } else {
     if (extent_from_operands<D>(ops, out, std::make_index_sequence<std::tuple_size_v<OpsTuple>>{})) return true;
@@ -251,9 +256,17 @@ std::array<std::size_t, parsed_v<S>.inputs[J].items[I].count> group_extents(cons
       unknown = c;
   }
   if (unknown != npos) {
-    if (product == 0 || whole % product != 0)
-      throw shape_error("einsum: group of extent " + std::to_string(whole) + " does not divide by " +
-                        std::to_string(product) + " (the product of the group's known extents)");
+    if (product == 0 || whole % product != 0) {
+      using L = dims_of_t<std::tuple_element_t<J, OpsTuple>>;
+      std::string known_list;
+      for (std::size_t c = 0; c < n; ++c)
+        if (known[c])
+          known_list += (known_list.empty() ? "" : " x ") + std::string(Flat::names[item.first + c]) + "=" +
+                        std::to_string(ext[c]);
+      throw shape_error("einsum: dim '" + std::string(L::names[I]) + "' of extent " + std::to_string(whole) +
+                        " does not split into a group with " + known_list + " (" + std::to_string(whole) +
+                        " is not a multiple of " + std::to_string(product) + ")");
+    }
     ext[unknown] = whole / product;
   }
   return ext;
@@ -467,8 +480,20 @@ auto einsum_string_args(Args&&... args) {
       if (is_op && i++ >= n_ops) return false;
     return true;
   }();
+  constexpr std::size_t foreign = [] {
+    std::size_t i = 0;
+    for (bool ok : {(named_expression<Args> || dimension<std::remove_cvref_t<Args>>)...}) {
+      if (!ok) return i;
+      ++i;
+    }
+    return npos;
+  }();
   static constexpr const parsed_einsum& p = parsed_v<S>;
   if constexpr (!check_einsum_syntax<S>()) {
+    return invalid_expression{};
+  } else if constexpr (foreign != npos) {
+    report<einsum_operand_is_not_a_named_tensor<operand<foreign>,
+                                                std::remove_cvref_t<std::tuple_element_t<foreign, std::tuple<Args...>>>>>();
     return invalid_expression{};
   } else if constexpr (!ordered) {
     report<einsum_dims_must_follow_the_operands<count_c<n_ops>>>();
