@@ -60,6 +60,18 @@ struct parsed_einsum {
   einsum_term output{};
 };
 
+// string_view::find compares pointers into the string with null, which g++
+// cannot evaluate at compile time under -fsanitize=undefined when the string
+// is a template argument; plain indexing can.
+constexpr std::size_t find_in(std::string_view s, std::string_view pat, std::size_t from = 0) {
+  for (std::size_t i = from; i + pat.size() <= s.size(); ++i) {
+    bool match = true;
+    for (std::size_t k = 0; k < pat.size() && match; ++k) match = s[i + k] == pat[k];
+    if (match) return i;
+  }
+  return std::string_view::npos;
+}
+
 constexpr bool is_label_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 constexpr bool is_label_char(char c) { return is_label_start(c) || (c >= '0' && c <= '9'); }
 constexpr bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n'; }
@@ -144,20 +156,20 @@ constexpr bool parse_einsum_term(std::string_view s, std::size_t begin, std::siz
 /// Parses an einsum string; on error, `error` says what and `error_pos` where.
 constexpr parsed_einsum parse_einsum(std::string_view s) {
   parsed_einsum p{};
-  std::size_t arrow = s.find("->");
+  std::size_t arrow = find_in(s, "->");
   if (arrow == std::string_view::npos) {
     p.error = einsum_parse_error::no_arrow;
     p.error_pos = s.size();
     return p;
   }
-  if (std::size_t second = s.find("->", arrow + 2); second != std::string_view::npos) {
+  if (std::size_t second = find_in(s, "->", arrow + 2); second != std::string_view::npos) {
     p.error = einsum_parse_error::more_than_one_arrow;
     p.error_pos = second;
     return p;
   }
   std::size_t begin = 0;
   while (true) {
-    std::size_t comma = s.find(',', begin);
+    std::size_t comma = find_in(s, ",", begin);
     std::size_t end = (comma == std::string_view::npos || comma > arrow) ? arrow : comma;
     if (p.n_inputs == einsum_max_terms) {
       p.error = einsum_parse_error::too_many_labels;
@@ -179,7 +191,7 @@ constexpr parsed_einsum parse_einsum(std::string_view s) {
     if (end == arrow) break;
     begin = end + 1;
   }
-  if (std::size_t comma = s.find(',', arrow); comma != std::string_view::npos) {
+  if (std::size_t comma = find_in(s, ",", arrow); comma != std::string_view::npos) {
     p.error = einsum_parse_error::invalid_character;
     p.error_pos = comma;
     return p;

@@ -26,21 +26,23 @@ void contract_loops(T* out, const std::ptrdiff_t* out_strides, std::size_t n_out
   const std::size_t n_sum = n_labels - n_out;
   for (std::size_t l = 0; l < n_labels; ++l)
     if (extents[l] == 0 && l < n_out) return;  // empty output
+  // An empty sum gives zeros; the operands are then empty and their
+  // pointers (possibly null) must not be offset.
+  bool empty_sum = false;
+  for (std::size_t l = n_out; l < n_labels; ++l)
+    if (extents[l] == 0) empty_sum = true;
   std::vector<std::size_t> idx(n_labels, 0);
   std::vector<const T*> base(n_ops);
   while (true) {
     std::ptrdiff_t o = 0;
     for (std::size_t l = 0; l < n_out; ++l) o += static_cast<std::ptrdiff_t>(idx[l]) * out_strides[l];
-    for (std::size_t j = 0; j < n_ops; ++j) {
-      const T* p = ops[j];
-      for (std::size_t l = 0; l < n_out; ++l) p += static_cast<std::ptrdiff_t>(idx[l]) * op_strides[j][l];
-      base[j] = p;
-    }
     T acc = T(0);
-    bool empty_sum = false;
-    for (std::size_t l = n_out; l < n_labels; ++l)
-      if (extents[l] == 0) empty_sum = true;
     if (!empty_sum) {
+      for (std::size_t j = 0; j < n_ops; ++j) {
+        const T* p = ops[j];
+        for (std::size_t l = 0; l < n_out; ++l) p += static_cast<std::ptrdiff_t>(idx[l]) * op_strides[j][l];
+        base[j] = p;
+      }
       std::fill(idx.begin() + static_cast<std::ptrdiff_t>(n_out), idx.end(), 0);
       while (true) {
         T prod = T(1);
@@ -91,15 +93,13 @@ void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::
   std::vector<std::size_t> idx(n_axes, 0);
   while (true) {
     std::ptrdiff_t o = 0;
-    const T* base = in;
-    for (std::size_t l = 0; l < n_out; ++l) {
-      o += static_cast<std::ptrdiff_t>(idx[l]) * out_strides[l];
-      base += static_cast<std::ptrdiff_t>(idx[l]) * in_strides[l];
-    }
+    for (std::size_t l = 0; l < n_out; ++l) o += static_cast<std::ptrdiff_t>(idx[l]) * out_strides[l];
     T acc = op == reduce_op::max   ? -std::numeric_limits<T>::infinity()
             : op == reduce_op::min ? std::numeric_limits<T>::infinity()
                                    : T(0);
-    if (count > 0) {
+    if (count > 0) {  // otherwise the input is empty and `in` may be null
+      const T* base = in;
+      for (std::size_t l = 0; l < n_out; ++l) base += static_cast<std::ptrdiff_t>(idx[l]) * in_strides[l];
       std::fill(idx.begin() + static_cast<std::ptrdiff_t>(n_out), idx.end(), 0);
       while (true) {
         const T* p = base;
