@@ -24,3 +24,4 @@
 #include <dimsum/tensor/tensor_view.hpp>
 #include <dimsum/io/npy.hpp>
 #include <dimsum/io/print.hpp>
+#include <dimsum/io/heatmap.hpp>
