@@ -51,7 +51,7 @@ int main() {
   head.query.weight = seeds::load<tensor<float, head_size, n_embd>>("seed001/query_weight.npy");
   head.value.weight = seeds::load<tensor<float, head_size, n_embd>>("seed001/value_weight.npy");
   nn::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
-  auto out = head.operator()<q_time, k_time>(x, &t);  // W = softmax(tril-masked q @ k^T * C**-0.5); out = W @ v
+  auto out = head.forward<q_time, k_time>(x, &t);  // W = softmax(tril-masked q @ k^T * C**-0.5); out = W @ v
 
   double worst = 0;
   worst = std::max(worst, seeds::report("x_ids", x_ids, "seed001/x_ids.npy"));

@@ -62,7 +62,7 @@ TEST_CASE("golden seed 001: batches, embeddings and the single head", "[golden][
   head.query.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/query_weight.npy");
   head.value.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/value_weight.npy");
   nn::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
-  auto out = head.operator()<q_time, k_time>(x, &t);
+  auto out = head.forward<q_time, k_time>(x, &t);
   golden::check(t.k, "seed001/k.npy");
   golden::check(t.q, "seed001/q.npy");
   golden::check(t.v, "seed001/v.npy");
@@ -74,6 +74,7 @@ TEST_CASE("golden seed 001: batches, embeddings and the single head", "[golden][
   // tril as the seed builds it: ones kept where key <= query.
   auto ones = tensor<float, q_time, k_time>::ones(q_time{4}, k_time{4});
   golden::check(dimsum::causal_mask<q_time, k_time>(ones, 0.0f), "seed001/tril.npy");
+  golden::check(dimsum::cast<float>(dimsum::tril(q_time{4}, k_time{4})), "seed001/tril.npy");
 }
 
 TEST_CASE("golden seed 001: an out-of-range id is an error", "[golden][seed001]") {

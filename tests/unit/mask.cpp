@@ -82,3 +82,9 @@ TEST_CASE("masked rows: -inf gives NaN, -1e9 gives uniform weights", "[mask]") {
     CHECK_FALSE(std::isnan(p_inf(q_posn{1}, k_posn{j})));
   }
 }
+
+TEST_CASE("tril: true where the key index is at most the query index", "[mask]") {
+  auto t = tril(q_posn{3}, k_posn{4});
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) CHECK(t(q_posn{i}, k_posn{j}) == (j <= i));
+}

@@ -8,13 +8,15 @@
 /// as in the seed (`masked_fill(mask == 0, -1e9)`).
 
 #include <cmath>
-#include <optional>
+#include <cstddef>
+#include <type_traits>
 
 #include <dimsum/nn/dropout.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/mask.hpp>
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/softmax.hpp>
+#include <dimsum/tensor/concepts.hpp>
 
 namespace dimsum::nn {
 
@@ -90,7 +92,9 @@ struct multi_head_attention {
   std::size_t num_heads = 0, dim_k = 0;
 
   /// dim_k = 0 means emb_dim / num_heads, as in the seed. Weights start at
-  /// zero: call reset_parameters or load them.
+  /// zero: call reset_parameters or load them. Dropout (probability
+  /// dropout_p) applies to the attention weights only when `drop.training`
+  /// is set; the default is inference, where it is the identity.
   multi_head_attention(NHeads heads, Emb emb, DK dk = DK{0}, double dropout_p = 0.1)
       : drop(dropout_p), num_heads(heads.value), dim_k(dk.value ? dk.value : emb.value / heads.value) {
     const Features f{num_heads * dim_k};
@@ -122,12 +126,45 @@ struct multi_head_attention {
   /// an optional bool mask (true = attend) whose dims are among Batch, QSeq,
   /// KSeq. Returns output (Batch, QSeq, Emb) and scores and weights (Batch,
   /// NHeads, QSeq, KSeq).
-  template <dimension Batch, dimension QSeq, dimension KSeq, class M = no_mask>
-  auto operator()(const tensor<T, Batch, QSeq, Emb>& q, const tensor<T, Batch, KSeq, Emb>& k,
-                  const tensor<T, Batch, KSeq, Emb>& v, const M& mask = {},
-                  trace<Batch, QSeq, KSeq>* tr = nullptr) {
-    trace<Batch, QSeq, KSeq> local;
-    trace<Batch, QSeq, KSeq>& t = tr ? *tr : local;
+  /// q, k and v may be any named expressions (tensors, views, renames);
+  /// pass `&t` for a `trace<Batch, QSeq, KSeq>` to keep the intermediates.
+  template <named_expression Q, named_expression K, named_expression V, class M = no_mask,
+            class Trace = std::nullptr_t>
+  auto operator()(const Q& q, const K& k, const V& v, const M& mask = {}, Trace tr = nullptr) {
+    using LQ = dims_of_t<Q>;
+    using LK = dims_of_t<K>;
+    using dimsum::detail::report;
+    if constexpr (LQ::size != 3 || LK::size != 3 || !contains_v<LQ, Emb> || !contains_v<LK, Emb>) {
+      report<tensor_dims_are_not_the_required_dims<dims<chars<'B'>, chars<'Q'>, diagnostic_name_t<Emb>>,
+                                                   diagnostic_dims_t<std::conditional_t<LQ::size == 3, LK, LQ>>>>();
+      return invalid_expression{};
+    } else {
+      using Batch = dimsum::detail::at_t<LQ, 0>;
+      using QSeq = dimsum::detail::at_t<LQ, 1>;
+      using KSeq = dimsum::detail::at_t<LK, 1>;
+      if constexpr (QSeq::name.view() == KSeq::name.view()) {
+        report<attention_query_and_key_positions_share_a_name<diagnostic_name_t<QSeq>>>();
+        return invalid_expression{};
+      } else if constexpr (!has_dims<Q, Batch, QSeq, Emb> || !has_dims<K, Batch, KSeq, Emb> ||
+                           !has_dims<V, Batch, KSeq, Emb>) {
+        report<tensor_dims_are_not_the_required_dims<dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>,
+                                                          diagnostic_name_t<Emb>>,
+                                                     diagnostic_dims_t<dims_of_t<V>>>>();
+        return invalid_expression{};
+      } else {
+        if constexpr (std::is_null_pointer_v<Trace>) {
+          trace<Batch, QSeq, KSeq> local;
+          return run<Batch, QSeq, KSeq>(q, k, v, mask, local);
+        } else {
+          return run<Batch, QSeq, KSeq>(q, k, v, mask, *tr);
+        }
+      }
+    }
+  }
+
+ private:
+  template <dimension Batch, dimension QSeq, dimension KSeq, class Q, class K, class V, class M>
+  auto run(const Q& q, const K& k, const V& v, const M& mask, trace<Batch, QSeq, KSeq>& t) {
     t.q_lin = q_linear(q);
     t.k_lin = k_linear(k);
     t.v_lin = v_linear(v);

@@ -7,6 +7,7 @@
 /// seed writes it).
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -37,8 +38,13 @@ struct char_tokenizer {
     for (std::size_t i = 0; i < text.size(); ++i) {
       const auto p = vocab.find(text[i]);
       if (p == std::string::npos)
-        throw error("char_tokenizer: character '" + std::string(1, text[i]) + "' at " + std::to_string(i) +
-                    " is not in the vocabulary");
+      {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(text[i]));
+        const bool printable = text[i] > 32 && text[i] < 127;
+        throw error("char_tokenizer: character '" + (printable ? std::string(1, text[i]) : std::string(hex)) +
+                    "' at " + std::to_string(i) + " is not in the vocabulary");
+      }
       ids.data()[i] = static_cast<std::int64_t>(p);
     }
     return ids;
@@ -75,10 +81,9 @@ struct char_head {
   };
 
   /// x (Batch, Time, Emb) -> out (Batch, Time, Head). QT and KT name the
-  /// query and key positions of the score matrix.
+  /// query and key positions of the score matrix: `head.forward<q_time, k_time>(x)`.
   template <dimension QT, dimension KT, dimension Batch, dimension Time>
-  tensor<T, Batch, Time, Head> operator()(const tensor<T, Batch, Time, Emb>& x,
-                                          trace<Batch, QT, KT>* tr = nullptr) const {
+  tensor<T, Batch, Time, Head> forward(const tensor<T, Batch, Time, Emb>& x, trace<Batch, QT, KT>* tr = nullptr) const {
     trace<Batch, QT, KT> local;
     auto& t = tr ? *tr : local;
     t.k = rename<Time, QT>(key(x));

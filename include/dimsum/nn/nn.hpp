@@ -12,3 +12,4 @@
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/nn/positional_encoding.hpp>
 #include <dimsum/nn/self_attention.hpp>
+#include <dimsum/ops/arange.hpp>

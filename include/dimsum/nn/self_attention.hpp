@@ -10,6 +10,7 @@
 
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/softmax.hpp>
+#include <dimsum/tensor/concepts.hpp>
 
 namespace dimsum::nn {
 
@@ -51,9 +52,10 @@ struct self_attention_v1 {
     W_value = tensor<T, DIn, DOut>::random_uniform(seed + 2, i, o);
   }
 
-  template <dimension Token>
-  tensor<T, Token, DOut> operator()(const tensor<T, Token, DIn>& x,
-                                    self_attention_trace<T, Token, DOut>* tr = nullptr) const {
+  /// x: any named expression with dims (Token, DIn).
+  template <named_expression X, dimension Token = dimsum::detail::at_t<dims_of_t<X>, 0>>
+    requires(has_dims<X, Token, DIn>)
+  tensor<T, Token, DOut> operator()(const X& x, self_attention_trace<T, Token, DOut>* tr = nullptr) const {
     self_attention_trace<T, Token, DOut> local;
     auto& t = tr ? *tr : local;
     t.keys = einsum<Token, DOut>(x, W_key);  // x @ W_key
@@ -76,9 +78,10 @@ struct self_attention_v2 {
     W_value.reset_parameters(seed + 2);
   }
 
-  template <dimension Token>
-  tensor<T, Token, DOut> operator()(const tensor<T, Token, DIn>& x,
-                                    self_attention_trace<T, Token, DOut>* tr = nullptr) const {
+  /// x: any named expression with dims (Token, DIn).
+  template <named_expression X, dimension Token = dimsum::detail::at_t<dims_of_t<X>, 0>>
+    requires(has_dims<X, Token, DIn>)
+  tensor<T, Token, DOut> operator()(const X& x, self_attention_trace<T, Token, DOut>* tr = nullptr) const {
     self_attention_trace<T, Token, DOut> local;
     auto& t = tr ? *tr : local;
     t.keys = W_key(x);

@@ -1,0 +1,101 @@
+// Seed 000's causal attention forward written with dimsum contractions, the
+// dimsum entry of bench/compare.
+//
+//   dimsum_attention B P M H D [reps] [--out file.f32]
+//
+// Prints "median_ms=<x>" over the repetitions and, with --out, writes the
+// output (b, p, m) as raw float32.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <dimsum/dimsum.hpp>
+
+#include "inputs.hpp"
+
+using dimsum::einsum;
+using dimsum::rename;
+using dimsum::tensor;
+
+DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_model);
+DIMSUM_DIM(nheads);
+DIMSUM_DIM(d_head);
+
+template <class T>
+T from(const std::vector<float>& v, T t) {
+  std::copy(v.begin(), v.end(), t.data());
+  return t;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s B P M H D [reps] [--out file]\n", argv[0]);
+    return 2;
+  }
+  const bench::attention_shape s{std::stoul(argv[1]), std::stoul(argv[2]), std::stoul(argv[3]), std::stoul(argv[4]),
+                                 std::stoul(argv[5])};
+  const int reps = argc > 6 && argv[6][0] != '-' ? std::atoi(argv[6]) : 5;
+  std::string out_path;
+  for (int i = 6; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--out") == 0) out_path = argv[i + 1];
+
+  bench::attention_inputs in(s);
+  const batch B{s.b};
+  const posn P{s.p};
+  const d_model M{s.m};
+  const nheads H{s.h};
+  const d_head D{s.d};
+  auto x = from(in.x, tensor<float, batch, posn, d_model>(B, P, M));
+  auto W_Q = from(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D));
+  auto W_K = from(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D));
+  auto W_V = from(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D));
+  auto W_O = from(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M));
+  auto b_Q = from(in.b_Q, tensor<float, nheads, d_head>(H, D));
+  auto b_K = from(in.b_K, tensor<float, nheads, d_head>(H, D));
+  auto b_V = from(in.b_V, tensor<float, nheads, d_head>(H, D));
+  auto b_O = from(in.b_O, tensor<float, d_model>(M));
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  const float inf = std::numeric_limits<float>::infinity();
+
+  tensor<float, batch, posn, d_model> out;
+  auto forward = [&] {
+    tensor<float, batch, posn, nheads, d_head> q =
+        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_Q) + b_Q;
+    tensor<float, batch, posn, nheads, d_head> k =
+        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_K) + b_K;
+    tensor<float, batch, posn, nheads, d_head> v =
+        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_V) + b_V;
+    auto scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
+        rename<posn, q_posn>(q), rename<posn, k_posn>(k));
+    auto pattern = dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(scores * scale, -inf));
+    auto z = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
+        pattern, rename<posn, k_posn>(v));
+    out = rename<q_posn, posn>(einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, W_O) +
+                               b_O);
+  };
+
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    forward();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  std::printf("median_ms=%.4f\n", times[times.size() / 2]);
+  if (!out_path.empty()) {
+    std::FILE* f = std::fopen(out_path.c_str(), "wb");
+    if (!f || std::fwrite(out.data(), sizeof(float), out.size(), f) != out.size()) return 1;
+    std::fclose(f);
+  }
+  return 0;
+}
