@@ -1,7 +1,9 @@
 #pragma once
 /// \file
 /// The umbrella header: includes every public header of dimsum except the
-/// seed modules of nn/ (include <dimsum/nn/nn.hpp> for those).
+/// seed modules of nn/ (include <dimsum/nn/nn.hpp> for those) and the
+/// name-free kernels (reached through einsum; kernels/threads.hpp sets their
+/// thread count).
 
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim.hpp>

@@ -132,3 +132,16 @@ TEST_CASE("elementwise: a nested lazy tree with a contraction inside", "[element
     for (std::size_t p = 0; p < 3; ++p) CHECK(r(batch{i}, posn{p}) == Approx(a(batch{i}, posn{p}) / s * 2.0f));
   }
 }
+
+TEST_CASE("elementwise: lvalue operands are held by reference, rvalues moved in", "[elementwise]") {
+  tensor<float, posn> x(posn{2});
+  x.fill(1.0f);
+  auto e = x + 1.0f;  // lazy: reads x when evaluated
+  x.fill(5.0f);
+  CHECK(eval(e)(posn{0}) == 6.0f);
+  auto m = -x;
+  x.fill(2.0f);
+  CHECK(eval(m)(posn{1}) == -2.0f);
+  auto owned = tensor<float, posn>::full(3.0f, posn{2}) * 2.0f;  // the temporary lives in the node
+  CHECK(eval(owned)(posn{1}) == 6.0f);
+}

@@ -87,3 +87,9 @@ TEST_CASE("heatmap: the example's 6x6 shape, uniform weights", "[heatmap]") {
   CHECK(xml_problem(svg) == "");
   CHECK(count(svg, "<rect class=\"cell\"") == 36);
 }
+
+TEST_CASE("heatmap: a file that cannot be written is an error", "[heatmap]") {
+  dimsum::tensor<float, q_token, k_token> p(q_token{1}, k_token{1});
+  REQUIRE_THROWS_WITH(dimsum::save_heatmap_svg("/nonexistent-dir/x.svg", p, {"a"}, {"b"}),
+                      Catch::Contains("cannot write '/nonexistent-dir/x.svg'"));
+}

@@ -69,6 +69,10 @@ TEST_CASE("io_npy: each bad file is a clear npy_error", "[npy]") {
     REQUIRE_THROWS_AS(load_npy<x_t>(temp_path("does_not_exist.npy")), npy_error);
     REQUIRE_THROWS_WITH(load_npy<x_t>(temp_path("does_not_exist.npy")), Contains("does_not_exist.npy"));
   }
+  SECTION("not a regular file") {
+    REQUIRE_THROWS_WITH(load_npy<x_t>("/dev/null"), Contains("/dev/null") && Contains("not a regular file"));
+    REQUIRE_THROWS_WITH(load_npy<x_t>(std::filesystem::temp_directory_path().string()), Contains("directory"));
+  }
   SECTION("wrong dtype") {
     tensor<double, batch, posn, d_model> d(batch{1}, posn{1});
     save_npy(p, d);

@@ -76,3 +76,35 @@ TEST_CASE("nn::embedding: any id shape gathers rows", "[nn]") {
     CHECK(e(batch{0}, posn{1}, emb{k}) == table.weight(vocab{0}, emb{k}));
   }
 }
+
+TEST_CASE("nn::multi_head_attention: zero heads is an error, a null trace pointer is no trace", "[nn]") {
+  DIMSUM_DIM(heads);
+  DIMSUM_DIM(dk);
+  DIMSUM_DIM(q_posn);
+  DIMSUM_DIM(k_posn);
+  using mha_t = nn::multi_head_attention<float, emb, heads, dk>;
+  REQUIRE_THROWS_WITH(mha_t(heads{0}, emb{4}), Catch::Contains("'heads' has extent 0"));
+  mha_t m(heads{2}, emb{4}, dk{2}, 0.0);
+  m.reset_parameters(3);
+  tensor<float, batch, q_posn, emb> q(batch{1}, q_posn{3}, emb{4});
+  test::fill_pattern(q);
+  auto kv = rename<q_posn, k_posn>(q);
+  mha_t::trace<batch, q_posn, k_posn>* none = nullptr;
+  auto a = m(q, kv, kv, nn::no_mask{}, none);
+  auto b = m(q, kv, kv);
+  CHECK(test::flat(a.output) == test::flat(b.output));
+}
+
+TEST_CASE("nn::char_tokenizer: errors name the character or id", "[nn]") {
+  auto tok = nn::char_tokenizer::python_printable();
+  REQUIRE_THROWS_WITH(tok.encode<posn>("a\xc3"), Catch::Contains("'\\xc3' at 1"));
+  tensor<std::int64_t, posn> ids(posn{1});
+  ids.data()[0] = 100;
+  REQUIRE_THROWS_WITH(tok.decode(ids), Catch::Contains("id 100") && Catch::Contains("vocabulary of 100"));
+}
+
+TEST_CASE("nn::linear: an empty input dim leaves zero parameters", "[nn]") {
+  nn::linear<float, d_in, d_out> lin(d_in{0}, d_out{2});
+  lin.reset_parameters(1);
+  for (std::size_t i = 0; i < lin.bias.size(); ++i) CHECK(lin.bias.data()[i] == 0.0f);
+}

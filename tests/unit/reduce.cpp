@@ -61,4 +61,5 @@ TEST_CASE("reduce: of a lazy expression, NaN propagation, empty dims", "[reduce]
   CHECK(test::flat(eval(sum<b>(e))) == std::vector<double>{0.0, 0.0});
   CHECK(std::isnan(eval(mean<b>(e))(a{0})));
   REQUIRE_THROWS_WITH(max<b>(e), Catch::Contains("'b'") && Catch::Contains("extent 0"));
+  REQUIRE_THROWS_WITH(min<b>(e), Catch::Contains("'b'") && Catch::Contains("extent 0"));
 }

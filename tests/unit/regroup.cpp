@@ -89,3 +89,10 @@ TEST_CASE("regroup: a group whose extents do not multiply out throws", "[regroup
   REQUIRE_THROWS_WITH((einsum<"batch posn (nheads d_k), nheads d_k emb -> batch posn emb">(x, W)),
                       Catch::Contains("'features' of extent 6") && Catch::Contains("nheads=2 x d_k=4"));
 }
+
+TEST_CASE("regroup: a merge into a static dim checks its extent", "[regroup]") {
+  tensor<float, batch, nheads, posn, d_k> h(batch{1}, nheads{2}, posn{3}, d_k{2});
+  using six = dim<"six", 6>;
+  REQUIRE_THROWS_WITH((rearrange<"batch nheads posn d_k -> batch posn six(nheads d_k)">(h, six{})),
+                      Catch::Contains("'six' is static with extent 6") && Catch::Contains("4"));
+}

@@ -70,4 +70,5 @@ TEST_CASE("concat: along an existing dim (torch.cat)", "[stack]") {
   CHECK(c2(token{1}, d_in{4}) == a(token{1}, d_in{1}));
   t_t bad(token{2}, d_in{4});
   REQUIRE_THROWS_WITH(concat<token>(std::vector<t_t>{a, bad}), Catch::Contains("'d_in'"));
+  REQUIRE_THROWS_WITH(concat<token>(std::vector<t_t>{}), Catch::Contains("no tensors to join along 'token'"));
 }

@@ -44,36 +44,36 @@ constexpr void report() {
 }  // namespace detail
 
 // --- einsum strings: syntax (the position is the 0-based character offset) ---
-template <class S>
+template <class Pos>
 struct einsum_string_has_no_arrow {
-  static_assert(detail::always_false<S>,
+  static_assert(detail::always_false<Pos>,
                 "dimsum: einsum string has no '->'; write the output dims after '->', e.g. \"a b, b c -> a c\"");
 };
-template <class S, class Pos>
+template <class Pos>
 struct einsum_string_has_more_than_one_arrow {
-  static_assert(detail::always_false<S, Pos>, "dimsum: einsum string has more than one '->'");
+  static_assert(detail::always_false<Pos>, "dimsum: einsum string has more than one '->'");
 };
-template <class S, class Term>
+template <class Pos, class Term>
 struct einsum_string_has_an_empty_input_term {
-  static_assert(detail::always_false<S, Term>,
+  static_assert(detail::always_false<Pos, Term>,
                 "dimsum: einsum string has an empty input term (two commas, or a comma next to '->')");
 };
-template <class S, class Pos, class Char>
+template <class Pos, class Term, class Char>
 struct einsum_string_has_an_invalid_character {
-  static_assert(detail::always_false<S, Pos, Char>,
+  static_assert(detail::always_false<Pos, Term, Char>,
                 "dimsum: einsum string has a character that is not part of a label, ',', '->', '(' or ')'");
 };
-template <class S, class Pos>
+template <class Pos, class Term>
 struct einsum_string_has_unbalanced_parentheses {
-  static_assert(detail::always_false<S, Pos>, "dimsum: einsum string has an unbalanced or nested parenthesis");
+  static_assert(detail::always_false<Pos, Term>, "dimsum: einsum string has an unbalanced or nested parenthesis");
 };
-template <class S, class Pos>
+template <class Pos, class Term>
 struct einsum_string_has_an_empty_group {
-  static_assert(detail::always_false<S, Pos>, "dimsum: einsum string has an empty group '()'");
+  static_assert(detail::always_false<Pos, Term>, "dimsum: einsum string has an empty group '()'");
 };
-template <class S>
+template <class Pos>
 struct einsum_string_has_too_many_labels {
-  static_assert(detail::always_false<S>,
+  static_assert(detail::always_false<Pos>,
                 "dimsum: einsum string has more terms or labels than dimsum supports (16 terms of 16 labels)");
 };
 template <class Terms, class Operands>

@@ -194,6 +194,7 @@ constexpr parsed_einsum parse_einsum(std::string_view s) {
   if (std::size_t comma = find_in(s, ",", arrow); comma != std::string_view::npos) {
     p.error = einsum_parse_error::invalid_character;
     p.error_pos = comma;
+    p.error_term = p.n_inputs;  // the output term
     return p;
   }
   if (!parse_einsum_term(s, arrow + 2, s.size(), p.output, p)) p.error_term = p.n_inputs;

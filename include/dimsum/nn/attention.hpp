@@ -7,7 +7,9 @@
 /// over heads and queries by name) and is true where attending is allowed,
 /// as in the seed (`masked_fill(mask == 0, -1e9)`).
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <cstddef>
 #include <type_traits>
 
@@ -17,6 +19,7 @@
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/tensor/concepts.hpp>
+#include <dimsum/tensor/named.hpp>
 
 namespace dimsum::nn {
 
@@ -96,7 +99,11 @@ struct multi_head_attention {
   /// dropout_p) applies to the attention weights only when `drop.training`
   /// is set; the default is inference, where it is the identity.
   multi_head_attention(NHeads heads, Emb emb, DK dk = DK{0}, double dropout_p = 0.1)
-      : drop(dropout_p), num_heads(heads.value), dim_k(dk.value ? dk.value : emb.value / heads.value) {
+      : drop(dropout_p), num_heads(heads.value), dim_k(dk.value ? dk.value : emb.value / std::max<std::size_t>(heads.value, 1)) {
+    if (num_heads == 0 || dim_k == 0)
+      throw shape_error("multi_head_attention: dim '" + std::string(NHeads::name.view()) + "' has extent " +
+                        std::to_string(num_heads) + " and dim '" + std::string(DK::name.view()) + "' has extent " +
+                        std::to_string(dim_k) + "; both must be at least 1");
     const Features f{num_heads * dim_k};
     q_linear = linear<T, Emb, Features>(emb, f);
     k_linear = linear<T, Emb, Features>(emb, f);
@@ -134,9 +141,12 @@ struct multi_head_attention {
     using LQ = dims_of_t<Q>;
     using LK = dims_of_t<K>;
     using dimsum::detail::report;
-    if constexpr (LQ::size != 3 || LK::size != 3 || !contains_v<LQ, Emb> || !contains_v<LK, Emb>) {
-      report<tensor_dims_are_not_the_required_dims<dims<chars<'B'>, chars<'Q'>, diagnostic_name_t<Emb>>,
-                                                   diagnostic_dims_t<std::conditional_t<LQ::size == 3, LK, LQ>>>>();
+    // q is (batch, query positions, Emb); k and v are (batch, key positions, Emb).
+    if constexpr (LQ::size != 3 || !contains_v<LQ, Emb> || index_of<LQ>(Emb::name.view()) != 2) {
+      report<attention_operand_lacks_a_dim<chars<'q'>, diagnostic_name_t<Emb>, diagnostic_dims_t<LQ>>>();
+      return invalid_expression{};
+    } else if constexpr (LK::size != 3 || !contains_v<LK, Emb> || index_of<LK>(Emb::name.view()) != 2) {
+      report<attention_operand_lacks_a_dim<chars<'k'>, diagnostic_name_t<Emb>, diagnostic_dims_t<LK>>>();
       return invalid_expression{};
     } else {
       using Batch = dimsum::detail::at_t<LQ, 0>;
@@ -145,19 +155,21 @@ struct multi_head_attention {
       if constexpr (QSeq::name.view() == KSeq::name.view()) {
         report<attention_query_and_key_positions_share_a_name<diagnostic_name_t<QSeq>>>();
         return invalid_expression{};
-      } else if constexpr (!has_dims<Q, Batch, QSeq, Emb> || !has_dims<K, Batch, KSeq, Emb> ||
-                           !has_dims<V, Batch, KSeq, Emb>) {
-        report<tensor_dims_are_not_the_required_dims<dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>,
-                                                          diagnostic_name_t<Emb>>,
-                                                     diagnostic_dims_t<dims_of_t<V>>>>();
+      } else if constexpr (!has_dims<K, Batch, KSeq, Emb>) {
+        report<tensor_dims_are_not_the_required_dims<
+            dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>, diagnostic_dims_t<LK>>>();
+        return invalid_expression{};
+      } else if constexpr (!has_dims<V, Batch, KSeq, Emb>) {
+        report<tensor_dims_are_not_the_required_dims<
+            dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>,
+            diagnostic_dims_t<dims_of_t<V>>>>();
         return invalid_expression{};
       } else {
-        if constexpr (std::is_null_pointer_v<Trace>) {
-          trace<Batch, QSeq, KSeq> local;
-          return run<Batch, QSeq, KSeq>(q, k, v, mask, local);
-        } else {
-          return run<Batch, QSeq, KSeq>(q, k, v, mask, *tr);
+        trace<Batch, QSeq, KSeq> local;
+        if constexpr (!std::is_null_pointer_v<Trace>) {
+          if (tr) return run<Batch, QSeq, KSeq>(q, k, v, mask, *tr);
         }
+        return run<Batch, QSeq, KSeq>(q, k, v, mask, local);
       }
     }
   }

@@ -30,7 +30,8 @@ struct linear {
   /// weight and the bias, from a seeded generator (the distribution, not
   /// torch's numbers).
   void reset_parameters(std::uint64_t seed) {
-    const double bound = 1.0 / std::sqrt(double(weight.template extent<In>()));
+    const std::size_t fan_in = weight.template extent<In>();
+    const double bound = fan_in ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
     std::mt19937_64 gen(seed);
     std::uniform_real_distribution<double> dist(-bound, bound);
     for (std::size_t i = 0; i < weight.size(); ++i) weight.data()[i] = static_cast<T>(dist(gen));

@@ -151,10 +151,13 @@ class elementwise_expr : public expression_tag {
 };
 
 namespace detail {
+// A named expression passes through as the same reference (so the node
+// holds an lvalue by reference and moves an rvalue in); a scalar becomes a
+// scalar_expr of the expression's value type.
 template <class X, class T>
-auto as_expression(X&& x) {
+decltype(auto) as_expression(X&& x) {
   if constexpr (named_expression<X>)
-    return std::forward<X>(x);
+    return static_cast<X&&>(x);
   else
     return scalar_expr<T>(static_cast<T>(x));
 }

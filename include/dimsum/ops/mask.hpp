@@ -88,12 +88,16 @@ auto causal_mask(E&& e, V masked_value) {
 /// torch.tril(torch.ones(q, k)) as a bool tensor: true where the key index
 /// is at most the query index (the positions causal_mask keeps).
 template <dimension Q, dimension K>
-tensor<bool, Q, K> tril(Q q, K k) {
-  static_assert(Q::name.view() != K::name.view(), "dimsum: tril needs two different dims");
-  tensor<bool, Q, K> t(q, k);
-  for (std::size_t i = 0; i < q.value; ++i)
-    for (std::size_t j = 0; j <= i && j < k.value; ++j) t.data()[i * k.value + j] = true;
-  return t;
+auto tril(Q q, K k) {
+  if constexpr (Q::name.view() == K::name.view()) {
+    detail::report<causal_mask_query_and_key_are_the_same_dim<diagnostic_name_t<Q>>>();
+    return invalid_expression{};
+  } else {
+    tensor<bool, Q, K> t(q, k);
+    for (std::size_t i = 0; i < q.value; ++i)
+      for (std::size_t j = 0; j <= i && j < k.value; ++j) t.data()[i * k.value + j] = true;
+    return t;
+  }
 }
 
 /// `value` where `mask` is true, t elsewhere; mask is a bool expression

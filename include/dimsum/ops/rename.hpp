@@ -1,8 +1,9 @@
 #pragma once
 /// \file
-/// `rename<From, To>(t)`: the same data with dim From called To. Free at run
-/// time: a view for an lvalue tensor, the same storage for an rvalue, a
-/// relabelled node for a lazy expression. Self-attention uses it to tell
+/// `rename<From, To>(t)`: the same data with dim From called To. Free for
+/// tensors: a view for an lvalue, the same storage for an rvalue. A renamed
+/// lazy expression is a relabelled node, assigned directly; used inside an
+/// element-wise expression it is evaluated once into a temporary. Self-attention uses it to tell
 /// query positions from key positions.
 
 #include <array>

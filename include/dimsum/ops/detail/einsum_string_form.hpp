@@ -67,7 +67,7 @@ constexpr auto check_einsum_syntax() {
     if constexpr (p.error == E::no_arrow)
       report<einsum_string_has_no_arrow<Pos>>();
     else if constexpr (p.error == E::more_than_one_arrow)
-      report<einsum_string_has_more_than_one_arrow<Pos, count_c<2>>>();
+      report<einsum_string_has_more_than_one_arrow<Pos>>();
     else if constexpr (p.error == E::empty_input_term)
       report<einsum_string_has_an_empty_input_term<Pos, count_c<p.error_term>>>();
     else if constexpr (p.error == E::invalid_character)
