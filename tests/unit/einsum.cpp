@@ -155,3 +155,25 @@ TEST_CASE("einsum: a dynamic extent mismatch throws naming the dim, operands and
   REQUIRE_THROWS_WITH((einsum<i, j>(A, B)), Catch::Contains("'k'") && Catch::Contains("extent 3") &&
                                               Catch::Contains("operand 0") && Catch::Contains("4 in operand 1"));
 }
+
+TEST_CASE("einsum: the packed GEMM path and the loops agree, and the path is visible in the type", "[einsum]") {
+  // Two float operands, batch/M/N/K roles: the GEMM kernel.
+  DIMSUM_DIM(h);
+  auto A = filled(tensor<float, b, i, h, k>(b{3}, i{17}, h{2}, k{33}));
+  auto B = filled(tensor<float, b, h, j, k>(b{3}, h{2}, j{9}, k{33}), 0.21, 0.4);
+  auto e = einsum<"b i h k, b h j k -> b h i j">(A, B);
+  static_assert(decltype(e)::uses_gemm);
+  // A dim summed out of one operand alone takes the general loops.
+  static_assert(!decltype(einsum<"b i h k, b h j k, b -> b h i j">(A, B, tensor<float, b>{}))::uses_gemm);
+  static_assert(!decltype(einsum<"i r, i j -> j">(tensor<float, i, r>{}, tensor<float, i, j>{}))::uses_gemm);
+  auto g = eval(e);
+  for (std::size_t x = 0; x < 3; ++x)
+    for (std::size_t y = 0; y < 2; ++y)
+      for (std::size_t u = 0; u < 17; ++u)
+        for (std::size_t v = 0; v < 9; ++v) {
+          double want = 0;
+          for (std::size_t z = 0; z < 33; ++z)
+            want += double(A(b{x}, i{u}, h{y}, k{z})) * double(B(b{x}, h{y}, j{v}, k{z}));
+          CHECK(g(b{x}, h{y}, i{u}, j{v}) == Approx(want).epsilon(1e-5).margin(1e-5));
+        }
+}

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <dimsum/core/einsum_string.hpp>
+#include <dimsum/kernels/gemm.hpp>
 #include <dimsum/kernels/reference.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/regroup.hpp>
@@ -38,6 +39,17 @@ class einsum_expr : public expression_tag {
   static constexpr std::size_t rank = Out::size;
   using plan_type = plan::contraction_plan<Out, dims_of_t<Ops>...>;
   using operands_type = std::tuple<detail::closure_t<Ops>...>;
+
+  /// Whether this contraction runs on the packed GEMM kernel (two operands
+  /// of float or double, no dim summed out of one operand alone, at most
+  /// kernels::max_group_rank dims per role); otherwise the general loops run.
+  static constexpr bool uses_gemm =
+      sizeof...(Ops) == 2 && (std::is_same_v<value_type, float> || std::is_same_v<value_type, double>) &&
+      plan_type::count(plan::role::reduce_a) == 0 && plan_type::count(plan::role::reduce_b) == 0 &&
+      plan_type::count(plan::role::batch) <= kernels::max_group_rank &&
+      plan_type::count(plan::role::m) <= kernels::max_group_rank &&
+      plan_type::count(plan::role::n) <= kernels::max_group_rank &&
+      plan_type::count(plan::role::k) <= kernels::max_group_rank;
 
   template <class... X>
   explicit einsum_expr(X&&... ops) : ops_(std::forward<X>(ops)...) {
@@ -87,6 +99,48 @@ class einsum_expr : public expression_tag {
 
   template <class... M>
   void contract(const strided<value_type, rank>& dst, const M&... m) const {
+    if constexpr (uses_gemm) {
+      bool empty = false;
+      for (auto e : label_extents_) empty = empty || e == 0;
+      if (!empty) return contract_gemm(dst, m...);  // an empty problem takes the loops: zeros, nothing read
+    }
+    contract_loops(dst, m...);
+  }
+
+  // The planner's roles become the kernel's dim groups: extents per label,
+  // each operand's strides (and the destination's) per label.
+  template <class MA, class MB>
+  void contract_gemm(const strided<value_type, rank>& dst, const MA& a, const MB& b) const {
+    kernels::contraction_args<value_type> args;
+    args.a = a.data();
+    args.b = b.data();
+    args.c = dst.data;
+    const auto sa = a.strides();
+    const auto sb = b.strides();
+    for (std::size_t l = 0; l < plan_type::n_labels; ++l) {
+      const std::size_t pa = plan_type::position[0][l], pb = plan_type::position[1][l];
+      const std::ptrdiff_t stride_a = pa == detail::npos ? 0 : sa[pa];
+      const std::ptrdiff_t stride_b = pb == detail::npos ? 0 : sb[pb];
+      const std::ptrdiff_t stride_c = l < rank ? dst.strides[l] : 0;
+      kernels::dim_group* g = nullptr;
+      switch (plan_type::roles[l]) {
+        case plan::role::batch: g = &args.batch; break;
+        case plan::role::m: g = &args.m; break;
+        case plan::role::n: g = &args.n; break;
+        case plan::role::k: g = &args.k; break;
+        default: break;  // excluded by uses_gemm
+      }
+      g->extents[g->rank] = label_extents_[l];
+      g->stride_a[g->rank] = stride_a;
+      g->stride_b[g->rank] = stride_b;
+      g->stride_c[g->rank] = stride_c;
+      ++g->rank;
+    }
+    kernels::contract(args);
+  }
+
+  template <class... M>
+  void contract_loops(const strided<value_type, rank>& dst, const M&... m) const {
     constexpr std::size_t L = plan_type::n_labels;
     std::vector<const value_type*> ptrs{m.data()...};
     std::vector<std::vector<std::ptrdiff_t>> strides;

@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// The name-free description of one (batched) contraction that the einsum
+/// planner hands to the kernels: extents and element strides only.
+
+#include <array>
+#include <cstddef>
+
+namespace dimsum::kernels {
+
+/// Most dims one role (batch, M, N or K) of a contraction may have.
+inline constexpr std::size_t max_group_rank = 6;
+
+/// The dims playing one role in a contraction, flattened row-major (last dim
+/// fastest) into one logical index. The extents are shared by the operands;
+/// each operand has its own element strides, which may be anything (permuted,
+/// non-contiguous, negative, zero for an input broadcast along a dim). The
+/// strides of an operand that lacks the role are ignored: A has no N dims, B
+/// no M dims, C no K dims.
+struct dim_group {
+  std::size_t rank = 0;
+  std::array<std::size_t, max_group_rank> extents{};
+  std::array<std::ptrdiff_t, max_group_rank> stride_a{}, stride_b{}, stride_c{};
+
+  /// Number of logical indices: the product of the extents, 1 when rank == 0.
+  constexpr std::size_t size() const noexcept {
+    std::size_t s = 1;
+    for (std::size_t d = 0; d < rank; ++d) s *= extents[d];
+    return s;
+  }
+};
+
+/// `C[b,m,n] = alpha * sum_k A[b,m,k] * B[b,k,n] + beta * C[b,m,n]`, where
+/// b, m, n, k are the flat indices of the four groups. `beta == 0` means C is
+/// write-only: it is never read, so NaNs already in C do not leak. An empty
+/// K group (rank 0) is a single k: an outer product. Distinct (b, m, n) must
+/// address distinct elements of C, and C must not overlap A or B.
+template <class T>
+struct contraction_args {
+  const T* a = nullptr;
+  const T* b = nullptr;
+  T* c = nullptr;
+  dim_group batch, m, n, k;
+  T alpha = 1, beta = 0;
+};
+
+}  // namespace dimsum::kernels

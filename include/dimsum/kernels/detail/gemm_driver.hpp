@@ -1,0 +1,296 @@
+#pragma once
+/// \file
+/// The blocked GEMM driver (BLIS loop order) and its thread split.
+///
+///   for jc in N step NC           C/B column block
+///     for pc in K step KC         pack B[pc:+KC, jc:+NC] into KC x NR panels
+///       for ic in M step MC       pack A[ic:+MC, pc:+KC] into MR x KC panels
+///         for jr in NC step NR    B micro-panel (KC x NR) reused MC/MR times
+///           for ir in MC step MR  A micro-panels from the L2-resident block
+///             micro-kernel        MR x NR tile of C in registers
+///
+/// Threads split (batch index) x (M or N range) into independent work items,
+/// each running the loops above on its own rectangle of C with its own
+/// packing buffer: no shared writes, no barriers. Every element of C sees the
+/// same sequence of operations whatever the split (the K blocking and the
+/// tile grid do not depend on it), so results are bit-identical for any
+/// thread count.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <type_traits>
+
+#include "dimsum/kernels/contraction_args.hpp"
+#include "dimsum/kernels/detail/gemm_layout.hpp"
+#include "dimsum/kernels/detail/gemm_micro.hpp"
+#include "dimsum/kernels/detail/gemm_pack.hpp"
+#include "dimsum/kernels/detail/gemm_scratch.hpp"
+#include "dimsum/kernels/threads.hpp"
+
+namespace dimsum::kernels::detail {
+
+/// Register block MR x NR and cache blocks MC (rows of A per L2 block), KC
+/// (depth of a panel), NC (columns of B per L3 block).
+template <std::size_t MR, std::size_t NR, std::size_t MC, std::size_t KC, std::size_t NC>
+struct gemm_blocking {
+  static constexpr std::size_t mr = MR, nr = NR, mc = MC, kc = KC, nc = NC;
+  static_assert(MR > 0 && NR > 0 && KC > 0, "dimsum: empty GEMM block");
+  static_assert(MC % MR == 0 && NC % NR == 0, "dimsum: MC and NC must be multiples of MR and NR");
+};
+
+template <class T, class Arch, class = void>
+struct default_blocking_for {
+  // Any other xsimd arch (16 registers assumed): 4 x 2 vectors.
+  static constexpr std::size_t w = simd_ops<T, Arch>::width;
+  using type = gemm_blocking<4, 2 * w, 128, 256, 512 * w>;
+};
+
+template <class T>
+struct default_blocking_for<T, scalar_arch> {
+  using type = gemm_blocking<4, 4, 128, 256, 2048>;
+};
+
+// AVX2 / FMA3 (16 ymm): 6 x 16 floats or 6 x 8 doubles = 12 accumulators, 2
+// B vectors and 1 broadcast. Measured on a 2-core AMD EPYC (Zen, AVX2 only;
+// 32 KiB L1d, 1 MiB L2, 32 MiB L3): a deep KC (1024, so K <= 1024 is one pass
+// and C is read and written once) with a small MC beat the classic
+// L1-resident KC = 256 by ~8%: the 64 KiB B micro-panel streams from L2 fast
+// enough, and the A block (96 x 1024 floats, 384 KiB) stays in L2. The
+// double sizes keep the same byte footprints.
+template <class T, class Arch>
+struct default_blocking_for<T, Arch,
+                            std::enable_if_t<std::is_base_of_v<xsimd::avx, Arch> &&
+                                             !std::is_base_of_v<xsimd::avx512f, Arch>>> {
+  using type = std::conditional_t<std::is_same_v<T, float>,
+                                  gemm_blocking<6, 16, 96, 1024, 2048>,
+                                  gemm_blocking<6, 8, 48, 1024, 1024>>;
+};
+
+// AVX-512 (32 zmm): 12 x 32 floats or 12 x 16 doubles = 24 accumulators, 2 B
+// vectors, 1 broadcast. Sized by the same byte budget for Ice Lake (48 KiB
+// L1d, 1.25 MiB L2) but NOT measured: no AVX-512 machine was available.
+template <class T, class Arch>
+struct default_blocking_for<T, Arch, std::enable_if_t<std::is_base_of_v<xsimd::avx512f, Arch>>> {
+  using type = std::conditional_t<std::is_same_v<T, float>,
+                                  gemm_blocking<12, 32, 96, 512, 2048>,
+                                  gemm_blocking<12, 16, 48, 512, 1024>>;
+};
+
+template <class T, class Arch>
+using default_blocking = typename default_blocking_for<T, Arch>::type;
+
+/// A contraction with canonical groups and the layout facts the loops use.
+template <class T>
+struct gemm_problem {
+  const T* a;
+  const T* b;
+  T* c;
+  dim_group batch, m, n, k;
+  std::size_t nm, nn, nk;
+  T alpha, beta;
+  bool a_m_unit, a_k_unit, b_k_unit, b_n_unit, c_n_unit;
+};
+
+constexpr std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
+
+/// The size of `ceil(extent / max)` equal blocks covering `extent`, rounded
+/// up to a multiple of `unit`; never more than `max` (a multiple of `unit`).
+constexpr std::size_t even_block(std::size_t extent, std::size_t max, std::size_t unit) {
+  const std::size_t blocks = (extent + max - 1) / max;
+  return std::min(max, round_up((extent + blocks - 1) / blocks, unit));
+}
+
+/// Block sizes of one call: near-equal blocks of at most KC / NC (so 1024 at
+/// KC = 768 is two blocks of 512, not 768 and a sliver of 256). The K
+/// blocking depends on K alone, which keeps results independent of how the
+/// threads split M and N.
+template <class T, class Blk>
+struct block_plan {
+  std::size_t kc, nc;
+  block_plan(std::size_t nk, std::size_t n_extent)
+      : kc(even_block(nk, Blk::kc, 1)), nc(even_block(n_extent, Blk::nc, Blk::nr)) {}
+  std::size_t mc(std::size_t m_extent) const { return even_block(m_extent, Blk::mc, Blk::mr); }
+  std::size_t bytes_a(std::size_t m_extent) const {
+    return round_up(mc(m_extent) * kc * sizeof(T), scratch_alignment);
+  }
+  std::size_t bytes_b() const { return round_up(round_up(nc, Blk::nr) * kc * sizeof(T), scratch_alignment); }
+};
+
+/// Packs B[pc:pc+kc, jc:jc+nc] into NR-wide panels.
+template <class T, class Blk>
+void pack_b_block(const gemm_problem<T>& p, const T* b, std::size_t jc, std::size_t nc,
+                  std::size_t pc, std::size_t kc, T* packed_b) {
+  constexpr std::size_t NR = Blk::nr;
+  std::ptrdiff_t k_off[Blk::kc], col[NR];
+  fill_offsets(p.k, p.k.stride_b, pc, kc, k_off);
+  for (std::size_t jr = 0; jr < nc; jr += NR) {
+    const std::size_t nr = std::min(NR, nc - jr);
+    fill_offsets(p.n, p.n.stride_b, jc + jr, nr, col);
+    pack_panel<NR>(packed_b + jr * kc, b, k_off, kc, col, nr, p.b_n_unit, p.b_k_unit);
+  }
+}
+
+/// C[m0:m1, jc:jc+nc] (+)= A[m0:m1, pc:pc+kc] * packed B block: packs A one
+/// MC block at a time into packed_a and runs the micro-kernel over it.
+template <class T, class Arch, class Blk>
+void multiply_rows(const gemm_problem<T>& p, const T* a, T* c, std::size_t jc, std::size_t nc,
+                   std::size_t pc, std::size_t kc, const T* packed_b, std::size_t m0,
+                   std::size_t m1, std::size_t mc_blk, T* packed_a) {
+  constexpr std::size_t MR = Blk::mr, NR = Blk::nr;
+  using kernel = micro_kernel<T, Arch, MR, NR>;
+  std::ptrdiff_t k_off[Blk::kc], row_a[MR], row_c[Blk::mc], col_c[NR];
+  fill_offsets(p.k, p.k.stride_a, pc, kc, k_off);
+  // Later K blocks accumulate onto what the first one wrote.
+  const T beta = pc == 0 ? p.beta : T(1);
+  for (std::size_t ic = m0; ic < m1; ic += mc_blk) {
+    const std::size_t mc = std::min(mc_blk, m1 - ic);
+    for (std::size_t ir = 0; ir < mc; ir += MR) {
+      const std::size_t mr = std::min(MR, mc - ir);
+      fill_offsets(p.m, p.m.stride_a, ic + ir, mr, row_a);
+      pack_panel<MR>(packed_a + ir * kc, a, k_off, kc, row_a, mr, p.a_m_unit, p.a_k_unit);
+    }
+    fill_offsets(p.m, p.m.stride_c, ic, mc, row_c);
+    for (std::size_t jr = 0; jr < nc; jr += NR) {
+      const std::size_t nr = std::min(NR, nc - jr);
+      fill_offsets(p.n, p.n.stride_c, jc + jr, nr, col_c);
+      for (std::size_t ir = 0; ir < mc; ir += MR) {
+        const tile_target<T> t{c,  row_c + ir, col_c,      std::min(MR, mc - ir),
+                               nr, p.c_n_unit, p.alpha,    beta};
+        kernel::run(kc, packed_a + ir * kc, packed_b + jr * kc, t);
+      }
+    }
+  }
+}
+
+template <class T>
+struct batch_operands {
+  const T* a;
+  const T* b;
+  T* c;
+  batch_operands(const gemm_problem<T>& p, std::size_t bi)
+      : a(p.a + offset_of(p.batch, p.batch.stride_a, bi)),
+        b(p.b + offset_of(p.batch, p.batch.stride_b, bi)),
+        c(p.c + offset_of(p.batch, p.batch.stride_c, bi)) {}
+};
+
+/// C[bi, m0:m1, n0:n1] of problem p on the calling thread alone.
+template <class T, class Arch, class Blk>
+void gemm_rectangle(const gemm_problem<T>& p, std::size_t bi, std::size_t m0, std::size_t m1,
+                    std::size_t n0, std::size_t n1) {
+  const batch_operands<T> x(p, bi);
+  const block_plan<T, Blk> plan(p.nk, n1 - n0);
+  const std::size_t bytes_a = plan.bytes_a(m1 - m0), bytes_b = plan.bytes_b();
+  alignas(scratch_alignment) unsigned char local[small_scratch_bytes];
+  void* scratch = bytes_a + bytes_b <= sizeof local ? static_cast<void*>(local)
+                                                    : thread_scratch().reserve(bytes_a + bytes_b);
+  T* packed_b = static_cast<T*>(scratch);
+  T* packed_a = reinterpret_cast<T*>(static_cast<unsigned char*>(scratch) + bytes_b);
+
+  for (std::size_t jc = n0; jc < n1; jc += plan.nc) {
+    const std::size_t nc = std::min(plan.nc, n1 - jc);
+    for (std::size_t pc = 0; pc < p.nk; pc += plan.kc) {
+      const std::size_t kc = std::min(plan.kc, p.nk - pc);
+      pack_b_block<T, Blk>(p, x.b, jc, nc, pc, kc, packed_b);
+      multiply_rows<T, Arch, Blk>(p, x.a, x.c, jc, nc, pc, kc, packed_b, m0, m1,
+                                  plan.mc(m1 - m0), packed_a);
+    }
+  }
+}
+
+/// K is empty (an extent is 0): C = beta * C, or 0 when beta == 0.
+template <class T>
+void scale_c(const gemm_problem<T>& p) {
+  constexpr std::size_t chunk = 256;
+  std::ptrdiff_t col[chunk];
+  for (std::size_t bi = 0; bi < p.batch.size(); ++bi) {
+    T* cb = p.c + offset_of(p.batch, p.batch.stride_c, bi);
+    for (std::size_t i = 0; i < p.nm; ++i) {
+      T* row = cb + offset_of(p.m, p.m.stride_c, i);
+      for (std::size_t j0 = 0; j0 < p.nn; j0 += chunk) {
+        const std::size_t len = std::min(chunk, p.nn - j0);
+        fill_offsets(p.n, p.n.stride_c, j0, len, col);
+        for (std::size_t j = 0; j < len; ++j)
+          row[col[j]] = p.beta == T(0) ? T(0) : p.beta * row[col[j]];
+      }
+    }
+  }
+}
+
+/// Below this many flops a call stays on one thread: waking a second one
+/// costs more than it saves.
+inline constexpr double parallel_min_flops = double(1 << 20);
+
+template <class T, class Arch, class Blk>
+void contract_blocked(const contraction_args<T>& args) {
+  const std::size_t nb = args.batch.size();
+  gemm_problem<T> p{};
+  p.a = args.a;
+  p.b = args.b;
+  p.c = args.c;
+  p.nm = args.m.size();
+  p.nn = args.n.size();
+  p.nk = args.k.size();
+  if (nb == 0 || p.nm == 0 || p.nn == 0) return;
+  p.batch = canonical_group(args.batch, operand_a | operand_b | operand_c);
+  p.m = canonical_group(args.m, operand_a | operand_c);
+  p.n = canonical_group(args.n, operand_b | operand_c);
+  p.k = canonical_group(args.k, operand_a | operand_b);
+  p.alpha = args.alpha;
+  p.beta = args.beta;
+  if (p.nk == 0) {
+    scale_c(p);
+    return;
+  }
+  p.a_m_unit = unit_stride(p.m, p.m.stride_a);
+  p.a_k_unit = unit_stride(p.k, p.k.stride_a);
+  p.b_k_unit = unit_stride(p.k, p.k.stride_b);
+  p.b_n_unit = unit_stride(p.n, p.n.stride_b);
+  p.c_n_unit = unit_stride(p.n, p.n.stride_c);
+
+  std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
+  const double flops = 2.0 * double(nb) * double(p.nm) * double(p.nn) * double(p.nk);
+  if (flops < parallel_min_flops) threads = 1;
+  const std::size_t tiles_m = (p.nm + Blk::mr - 1) / Blk::mr;
+  const std::size_t tiles_n = (p.nn + Blk::nr - 1) / Blk::nr;
+
+  // Independent work items, one thread each: every batch index times `parts`
+  // ranges of M or N (MR / NR aligned), `parts` chosen so the items divide
+  // evenly among the threads. Splitting M makes each item pack all of B,
+  // splitting N all of A: split the one that repacks less. (A team sharing
+  // one packed B block behind barriers was measured too: no faster on 2
+  // cores, and slower whenever another process takes a core.)
+  bool split_m = p.nn <= p.nm;
+  std::size_t parts = threads / std::gcd(nb, threads);
+  if ((split_m ? tiles_m : tiles_n) < parts && (split_m ? tiles_n : tiles_m) > (split_m ? tiles_m : tiles_n))
+    split_m = !split_m;
+  parts = std::min(parts, split_m ? tiles_m : tiles_n);
+  const std::size_t tiles_per_part = ((split_m ? tiles_m : tiles_n) + parts - 1) / parts;
+  const std::size_t step = tiles_per_part * (split_m ? Blk::mr : Blk::nr);
+  const auto items = static_cast<std::int64_t>(nb * parts);
+
+  auto work = [&](std::int64_t item) {
+    const auto bi = static_cast<std::size_t>(item) / parts;
+    const auto part = static_cast<std::size_t>(item) % parts;
+    const std::size_t extent = split_m ? p.nm : p.nn;
+    const std::size_t lo = std::min(extent, part * step), hi = std::min(extent, lo + step);
+    if (lo == hi) return;
+    if (split_m)
+      gemm_rectangle<T, Arch, Blk>(p, bi, lo, hi, 0, p.nn);
+    else
+      gemm_rectangle<T, Arch, Blk>(p, bi, 0, p.nm, lo, hi);
+  };
+
+#ifdef _OPENMP
+  const int team = static_cast<int>(std::min<std::size_t>(threads, static_cast<std::size_t>(items)));
+  if (team > 1) {
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (std::int64_t item = 0; item < items; ++item) work(item);
+    return;
+  }
+#endif
+  for (std::int64_t item = 0; item < items; ++item) work(item);
+}
+
+}  // namespace dimsum::kernels::detail

@@ -1,0 +1,160 @@
+#pragma once
+/// \file
+/// The register-blocked micro-kernel of the GEMM: an MR x NR tile of C kept in
+/// registers while it accumulates kc rank-1 updates from packed panels, then
+/// written to C through C's strides. Written once against `simd_ops`, which
+/// maps to xsimd batches for a SIMD arch and to plain scalars for
+/// `scalar_arch`, so every path shares the same loop structure.
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "dimsum/detail/simd.hpp"
+
+namespace dimsum::kernels {
+
+/// Architecture tag of the portable fallback: plain scalar arithmetic, no
+/// xsimd batches. Usable everywhere, like the xsimd arch tags it stands with.
+struct scalar_arch {
+  static constexpr bool supported() noexcept { return true; }
+  static constexpr bool available() noexcept { return true; }
+  static constexpr const char* name() noexcept { return "scalar"; }
+};
+
+}  // namespace dimsum::kernels
+
+namespace dimsum::kernels::detail {
+
+/// Vector operations of arch `Arch` on element type `T`.
+template <class T, class Arch>
+struct simd_ops {
+  static_assert(Arch::supported(),
+                "dimsum: this SIMD arch is not enabled in this translation unit "
+                "(compile with the matching -m flags, e.g. -march=native)");
+  using vec = xsimd::batch<T, Arch>;
+  static constexpr std::size_t width = vec::size;
+  static vec zero() noexcept { return vec(T(0)); }
+  static vec broadcast(T x) noexcept { return vec(x); }
+  static vec load(const T* p) noexcept { return vec::load_aligned(p); }
+  static vec loadu(const T* p) noexcept { return vec::load_unaligned(p); }
+  static void store(T* p, const vec& v) noexcept { v.store_aligned(p); }
+  static void storeu(T* p, const vec& v) noexcept { v.store_unaligned(p); }
+  static vec fma(const vec& x, const vec& y, const vec& z) noexcept { return xsimd::fma(x, y, z); }
+};
+
+template <class T>
+struct simd_ops<T, scalar_arch> {
+  using vec = T;
+  static constexpr std::size_t width = 1;
+  static T zero() noexcept { return T(0); }
+  static T broadcast(T x) noexcept { return x; }
+  static T load(const T* p) noexcept { return *p; }
+  static T loadu(const T* p) noexcept { return *p; }
+  static void store(T* p, T v) noexcept { *p = v; }
+  static void storeu(T* p, T v) noexcept { *p = v; }
+  // Not std::fma: without hardware FMA that is a slow library call.
+  static T fma(T x, T y, T z) noexcept { return x * y + z; }
+};
+
+/// Calls f(std::integral_constant<std::size_t, I>{}) for I = 0..N-1, fully
+/// unrolled, so register-array indices are compile-time constants.
+template <std::size_t N, class F>
+inline void unrolled(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f(std::integral_constant<std::size_t, I>{}), ...);
+  }(std::make_index_sequence<N>{});
+}
+
+/// Where one micro-tile goes in C: row i, column j of the tile is
+/// `c + row_offset[i] + col_offset[j]`; only the first `rows` x `cols` exist.
+/// When `cols_unit` the columns are consecutive elements (col_offset[j] ==
+/// col_offset[0] + j), which allows whole-vector loads and stores.
+template <class T>
+struct tile_target {
+  T* c;
+  const std::ptrdiff_t* row_offset;
+  const std::ptrdiff_t* col_offset;
+  std::size_t rows, cols;
+  bool cols_unit;
+  T alpha, beta;  // beta == 0: C is not read
+};
+
+/// The MR x NR micro-kernel. Packed A: for each k, MR consecutive values (one
+/// per tile row); packed B: for each k, NR consecutive values. Both panels are
+/// padded with zeros to full MR / NR and are `scratch_alignment` aligned.
+template <class T, class Arch, std::size_t MR, std::size_t NR>
+struct micro_kernel {
+  using ops = simd_ops<T, Arch>;
+  using vec = typename ops::vec;
+  static constexpr std::size_t width = ops::width;
+  static constexpr std::size_t nv = NR / width;
+  static_assert(NR % width == 0, "dimsum: micro-kernel NR must be a multiple of the SIMD width");
+
+  static void run(std::size_t kc, const T* __restrict pa, const T* __restrict pb,
+                  const tile_target<T>& t) noexcept {
+    const bool direct = t.cols_unit && t.rows == MR && t.cols == NR;
+    if (direct) {
+      // The tile is written right after the loop; start fetching it now.
+      unrolled<MR>([&](auto i) {
+        const T* row = t.c + t.row_offset[i] + t.col_offset[0];
+        __builtin_prefetch(row, 1, 3);
+        __builtin_prefetch(row + NR - 1, 1, 3);
+      });
+    }
+
+    vec acc[MR][nv];
+    unrolled<MR>([&](auto i) { unrolled<nv>([&](auto v) { acc[i][v] = ops::zero(); }); });
+    // Unrolled by 4 to cut loop overhead; the A panel is prefetched 16 steps
+    // ahead because with a deep KC the panels stream from L2, not L1.
+#pragma GCC unroll 4
+    for (std::size_t p = 0; p < kc; ++p) {
+      if constexpr (width > 1) __builtin_prefetch(pa + 16 * MR, 0, 3);
+      vec bv[nv];
+      unrolled<nv>([&](auto v) { bv[v] = ops::load(pb + v * width); });
+      unrolled<MR>([&](auto i) {
+        const vec ai = ops::broadcast(pa[i]);
+        unrolled<nv>([&](auto v) { acc[i][v] = ops::fma(ai, bv[v], acc[i][v]); });
+      });
+      pa += MR;
+      pb += NR;
+    }
+
+    const vec alpha = ops::broadcast(t.alpha);
+    const vec beta = ops::broadcast(t.beta);
+    const bool read_c = t.beta != T(0);
+    // Both store paths do the same arithmetic per element, so a result does
+    // not depend on whether its tile was an edge tile (or on thread count).
+    if (direct) {
+      unrolled<MR>([&](auto i) {
+        T* row = t.c + t.row_offset[i] + t.col_offset[0];
+        unrolled<nv>([&](auto v) {
+          T* p = row + v * width;
+          ops::storeu(p, read_c ? ops::fma(alpha, acc[i][v], beta * ops::loadu(p))
+                                : alpha * acc[i][v]);
+        });
+      });
+      return;
+    }
+    alignas(64) T tile[MR * NR];
+    if (read_c) {
+      for (std::size_t i = 0; i < MR; ++i)
+        for (std::size_t j = 0; j < NR; ++j)
+          tile[i * NR + j] = (i < t.rows && j < t.cols)
+                                 ? t.c[t.row_offset[i] + t.col_offset[j]]
+                                 : T(0);
+    }
+    unrolled<MR>([&](auto i) {
+      unrolled<nv>([&](auto v) {
+        T* p = tile + i * NR + v * width;
+        ops::store(p, read_c ? ops::fma(alpha, acc[i][v], beta * ops::load(p))
+                             : alpha * acc[i][v]);
+      });
+    });
+    for (std::size_t i = 0; i < t.rows; ++i)
+      for (std::size_t j = 0; j < t.cols; ++j)
+        t.c[t.row_offset[i] + t.col_offset[j]] = tile[i * NR + j];
+  }
+};
+
+}  // namespace dimsum::kernels::detail

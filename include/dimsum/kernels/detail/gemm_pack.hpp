@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// Packing: gathers a panel of A or B, wherever its elements live, into the
+/// contiguous, zero-padded order the micro-kernel streams. This is where the
+/// operands' strides are absorbed: a permuted or non-contiguous operand costs
+/// a strided gather here and nothing anywhere else (no transpose copies).
+
+#include <cstddef>
+#include <cstring>
+
+namespace dimsum::kernels::detail {
+
+/// Packs one panel of width R (R = MR for A, R = NR for B) over kc values of k:
+/// `dst[p * R + x] = src[k_offset[p] + x_offset[x]]` for x < width, and 0 for
+/// width <= x < R (padding the edge panels keeps the micro-kernel branch-free).
+/// `x_unit` / `k_unit` say that x_offset / k_offset are consecutive, which
+/// picks a loop order that reads memory sequentially.
+template <std::size_t R, class T>
+inline void pack_panel(T* __restrict dst, const T* src, const std::ptrdiff_t* k_offset,
+                       std::size_t kc, const std::ptrdiff_t* x_offset, std::size_t width,
+                       bool x_unit, bool k_unit) noexcept {
+  if (x_unit && width == R) {
+    // Rows of the panel are contiguous in memory: copy R at a time.
+    for (std::size_t p = 0; p < kc; ++p) {
+      const T* s = src + k_offset[p] + x_offset[0];
+      for (std::size_t x = 0; x < R; ++x) dst[p * R + x] = s[x];
+    }
+    return;
+  }
+  if (width < R) {
+    for (std::size_t p = 0; p < kc; ++p)
+      std::memset(static_cast<void*>(dst + p * R + width), 0, (R - width) * sizeof(T));
+  }
+  if (k_unit && !x_unit) {
+    // Each x is a contiguous run along k (e.g. A row-major with K innermost).
+    for (std::size_t x = 0; x < width; ++x) {
+      const T* s = src + x_offset[x] + k_offset[0];
+      for (std::size_t p = 0; p < kc; ++p) dst[p * R + x] = s[p];
+    }
+    return;
+  }
+  for (std::size_t p = 0; p < kc; ++p) {
+    const T* s = src + k_offset[p];
+    for (std::size_t x = 0; x < width; ++x) dst[p * R + x] = s[x_offset[x]];
+  }
+}
+
+}  // namespace dimsum::kernels::detail

@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// The name-free contraction kernel: a batched GEMM over dim groups, with the
+/// operands gathered through their strides while packing (BLIS style). The
+/// einsum planner classifies dims into batch / M / N / K groups and calls
+/// `contract`; nothing here knows a dim's name.
+
+#include <type_traits>
+
+#include "dimsum/detail/simd.hpp"
+#include "dimsum/kernels/contraction_args.hpp"
+#include "dimsum/kernels/detail/gemm_driver.hpp"
+#include "dimsum/kernels/detail/gemm_micro.hpp"
+#include "dimsum/kernels/threads.hpp"
+
+namespace dimsum::kernels {
+
+/// The arch `contract` uses: the best of AVX-512F, AVX2+FMA, AVX2 enabled at
+/// compile time (e.g. by -march=native), else `scalar_arch`.
+using best_gemm_arch = std::conditional_t<
+    xsimd::avx512f::supported(), xsimd::avx512f,
+    std::conditional_t<xsimd::fma3<xsimd::avx2>::supported(), xsimd::fma3<xsimd::avx2>,
+                       std::conditional_t<xsimd::avx2::supported(), xsimd::avx2, scalar_arch>>>;
+
+/// `contract` on an explicitly chosen arch: `xsimd::avx512f`,
+/// `xsimd::fma3<xsimd::avx2>`, `xsimd::avx2` or `scalar_arch`. The arch must
+/// be enabled at compile time (a static_assert says so otherwise) and present
+/// on the CPU at run time (the caller's job; see
+/// `xsimd::available_architectures()`).
+template <class Arch, class T>
+void contract_on(const contraction_args<T>& args) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "dimsum: contract supports float and double");
+  detail::contract_blocked<T, Arch, detail::default_blocking<T, Arch>>(args);
+}
+
+/// Computes `C[b,m,n] = alpha * sum_k A[b,m,k] * B[b,k,n] + beta * C[b,m,n]`
+/// over the flat indices of the args' groups (see `contraction_args`), on
+/// up to `num_threads()` threads, with `best_gemm_arch`. Results do not
+/// depend on the thread count. Allocates nothing once the calling threads'
+/// packing buffers have grown to the problem size (none at all for small
+/// problems; see detail/gemm_scratch.hpp).
+template <class T>
+void contract(const contraction_args<T>& args) {
+  contract_on<best_gemm_arch>(args);
+}
+
+}  // namespace dimsum::kernels
