@@ -15,6 +15,19 @@
 
 namespace dimsum::kernels {
 
+namespace detail {
+/// Advances the odometer idx over axes [first, last) (the last fastest);
+/// false once it wraps around.
+inline bool next_index(std::size_t* idx, const std::size_t* extents, std::size_t first, std::size_t last) {
+  for (std::size_t l = last; l > first;) {
+    --l;
+    if (++idx[l] < extents[l]) return true;
+    idx[l] = 0;
+  }
+  return false;
+}
+}  // namespace detail
+
 /// out[o] = sum over the summed labels of prod_j op_j[...], where the labels
 /// are numbered 0..n_labels-1, the first n_out of them are the output's.
 /// `op_strides[j][l]` is operand j's stride along label l (0 if it lacks it).
@@ -23,7 +36,6 @@ void contract_loops(T* out, const std::ptrdiff_t* out_strides, std::size_t n_out
                     std::size_t n_labels, const std::vector<const T*>& ops,
                     const std::vector<std::vector<std::ptrdiff_t>>& op_strides) {
   const std::size_t n_ops = ops.size();
-  const std::size_t n_sum = n_labels - n_out;
   for (std::size_t l = 0; l < n_labels; ++l)
     if (extents[l] == 0 && l < n_out) return;  // empty output
   // An empty sum gives zeros; the operands are then empty and their
@@ -52,29 +64,11 @@ void contract_loops(T* out, const std::ptrdiff_t* out_strides, std::size_t n_out
           prod *= *p;
         }
         acc += prod;
-        if (n_sum == 0) break;
-        std::size_t l = n_labels;
-        bool done = true;
-        while (l > n_out) {
-          --l;
-          if (++idx[l] < extents[l]) {
-            done = false;
-            break;
-          }
-          idx[l] = 0;
-        }
-        if (done) break;
+        if (!detail::next_index(idx.data(), extents, n_out, n_labels)) break;
       }
     }
     out[o] = acc;
-    if (n_out == 0) return;
-    std::size_t l = n_out;
-    while (true) {
-      --l;
-      if (++idx[l] < extents[l]) break;
-      idx[l] = 0;
-      if (l == 0) return;
-    }
+    if (!detail::next_index(idx.data(), extents, 0, n_out)) return;
   }
 }
 
@@ -112,29 +106,12 @@ void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::
           case reduce_op::max: acc = (v > acc || std::isnan(v)) && !std::isnan(acc) ? v : acc; break;
           case reduce_op::min: acc = (v < acc || std::isnan(v)) && !std::isnan(acc) ? v : acc; break;
         }
-        std::size_t l = n_axes;
-        bool done = true;
-        while (l > n_out) {
-          --l;
-          if (++idx[l] < extents[l]) {
-            done = false;
-            break;
-          }
-          idx[l] = 0;
-        }
-        if (done) break;
+        if (!detail::next_index(idx.data(), extents, n_out, n_axes)) break;
       }
     }
     if (op == reduce_op::mean) acc /= static_cast<T>(count);
     out[o] = acc;
-    if (n_out == 0) return;
-    std::size_t l = n_out;
-    while (true) {
-      --l;
-      if (++idx[l] < extents[l]) break;
-      idx[l] = 0;
-      if (l == 0) return;
-    }
+    if (!detail::next_index(idx.data(), extents, 0, n_out)) return;
   }
 }
 

@@ -23,35 +23,32 @@ struct contraction_plan {
   static constexpr std::size_t n_inputs = sizeof...(In);
   static constexpr std::size_t n_out = Out::size;
 
-  static constexpr std::size_t n_labels = [] {
-    std::size_t n = Out::size;
-    std::array<std::string_view, (Out::size + ... + In::size)> seen{};
-    for (std::size_t i = 0; i < Out::size; ++i) seen[i] = Out::names[i];
+  // Every label once: the output's, then each operand's new ones in order.
+  struct label_set {
+    std::array<std::string_view, (Out::size + ... + In::size)> names{};
+    std::size_t size = 0;
+  };
+  static constexpr label_set all_labels = [] {
+    label_set set;
+    for (std::size_t i = 0; i < Out::size; ++i) set.names[set.size++] = Out::names[i];
     auto add = [&](const auto& names) {
       for (auto name : names) {
         bool found = false;
-        for (std::size_t i = 0; i < n; ++i) found = found || seen[i] == name;
-        if (!found) seen[n++] = name;
+        for (std::size_t i = 0; i < set.size; ++i) found = found || set.names[i] == name;
+        if (!found) set.names[set.size++] = name;
       }
     };
     (add(In::names), ...);
-    return n;
+    return set;
   }();
+
+  static constexpr std::size_t n_labels = all_labels.size;
 
   /// Label names: the output's, then the summed ones.
   static constexpr std::array<std::string_view, n_labels> labels = [] {
-    std::array<std::string_view, n_labels> seen{};
-    std::size_t n = Out::size;
-    for (std::size_t i = 0; i < Out::size; ++i) seen[i] = Out::names[i];
-    auto add = [&](const auto& names) {
-      for (auto name : names) {
-        bool found = false;
-        for (std::size_t i = 0; i < n; ++i) found = found || seen[i] == name;
-        if (!found) seen[n++] = name;
-      }
-    };
-    (add(In::names), ...);
-    return seen;
+    std::array<std::string_view, n_labels> out{};
+    for (std::size_t i = 0; i < n_labels; ++i) out[i] = all_labels.names[i];
+    return out;
   }();
 
   /// position[j][l]: where label l sits in operand j's dims (npos if absent).
