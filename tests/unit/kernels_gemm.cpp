@@ -24,11 +24,11 @@
 #include <catch2/catch.hpp>
 
 // Counts heap allocations so a test can show the kernel makes none. Not
-// under AddressSanitizer, which must own operator new itself.
-#if defined(__SANITIZE_ADDRESS__)
+// under AddressSanitizer or ThreadSanitizer, which must own operator new.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define DIMSUM_TEST_COUNT_ALLOCATIONS 0
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define DIMSUM_TEST_COUNT_ALLOCATIONS 0
 #endif
 #endif
