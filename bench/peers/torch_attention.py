@@ -1,0 +1,93 @@
+"""Seed 000's causal attention forward in PyTorch 1.13, two ways: as the seed
+writes it (torch.einsum, masked_fill, softmax) and the best path found
+(fused QKV addmm, baddbmm with an additive mask, softmax, bmm, addmm).
+
+    /usr/bin/python3 torch_attention.py einsum|best B P M H D [reps] [--out file.f32]
+
+Prints median_ms=<x>. Inputs follow bench/peers/inputs.hpp exactly.
+Threads follow OMP_NUM_THREADS (torch.set_num_threads).
+"""
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+
+def make(n, salt, scale):
+    i = np.arange(n, dtype=np.float64)
+    return (scale * np.sin(0.7 * (i % 100003) + 1.3 * salt + 0.1 * (i % 7))).astype(np.float32)
+
+
+def inputs(b, p, m, h, d, dtype=torch.float32):
+    t = lambda a, *shape: torch.from_numpy(a.reshape(shape)).to(dtype)
+    return dict(
+        x=t(make(b * p * m, 0, 1.0), b, p, m),
+        W_Q=t(make(h * m * d, 1, 1 / math.sqrt(m)), h, m, d),
+        W_K=t(make(h * m * d, 2, 1 / math.sqrt(m)), h, m, d),
+        W_V=t(make(h * m * d, 3, 1 / math.sqrt(m)), h, m, d),
+        W_O=t(make(h * d * m, 4, 1 / math.sqrt(h * d)), h, d, m),
+        b_Q=t(make(h * d, 5, 0.1), h, d),
+        b_K=t(make(h * d, 6, 0.1), h, d),
+        b_V=t(make(h * d, 7, 0.1), h, d),
+        b_O=t(make(m, 8, 0.1), m),
+    )
+
+
+def forward_einsum(w):
+    x = w["x"]
+    q = torch.einsum("bpm,hmd->bphd", x, w["W_Q"]) + w["b_Q"]
+    k = torch.einsum("bpm,hmd->bphd", x, w["W_K"]) + w["b_K"]
+    v = torch.einsum("bpm,hmd->bphd", x, w["W_V"]) + w["b_V"]
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    mask = torch.triu(torch.ones(scores.shape[-2], scores.shape[-1]), diagonal=1).bool()
+    scores = scores.masked_fill(mask, float("-inf"))
+    pattern = scores.softmax(-1)
+    z = torch.einsum("bkhd,bhqk->bqhd", v, pattern)
+    return torch.einsum("bqhd,hdm->bqm", z, w["W_O"]) + w["b_O"]
+
+
+def prepare_best(w):
+    h, m, d = w["W_Q"].shape
+    W_qkv = torch.cat([w[n].permute(1, 0, 2).reshape(m, h * d) for n in ("W_Q", "W_K", "W_V")], dim=1).contiguous()
+    b_qkv = torch.cat([w[n].reshape(h * d) for n in ("b_Q", "b_K", "b_V")])
+    p = w["x"].shape[1]
+    mask = torch.triu(torch.full((p, p), float("-inf")), diagonal=1).unsqueeze(0)
+    return dict(W_qkv=W_qkv, b_qkv=b_qkv, W_O2=w["W_O"].reshape(h * d, m).contiguous(), mask=mask, h=h, d=d)
+
+
+def forward_best(w, pre):
+    x = w["x"]
+    b, p, m = x.shape
+    h, d = pre["h"], pre["d"]
+    qkv = torch.addmm(pre["b_qkv"], x.reshape(b * p, m), pre["W_qkv"]).view(b, p, 3, h, d)
+    q, k, v = (qkv[:, :, i].permute(0, 2, 1, 3).reshape(b * h, p, d) for i in range(3))
+    scores = torch.baddbmm(pre["mask"], q, k.transpose(1, 2), alpha=1 / math.sqrt(d))
+    z = torch.bmm(scores.softmax(-1), v).view(b, h, p, d).permute(0, 2, 1, 3).reshape(b * p, h * d)
+    return torch.addmm(w["b_O"], z, pre["W_O2"]).view(b, p, m)
+
+
+def main():
+    impl = sys.argv[1]
+    b, p, m, h, d = (int(a) for a in sys.argv[2:7])
+    reps = int(sys.argv[7]) if len(sys.argv) > 7 and not sys.argv[7].startswith("-") else 5
+    out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    w = inputs(b, p, m, h, d)
+    pre = prepare_best(w) if impl == "best" else None
+    run = (lambda: forward_best(w, pre)) if impl == "best" else (lambda: forward_einsum(w))
+    times = []
+    with torch.no_grad():
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            y = run()
+            times.append((time.perf_counter() - t0) * 1e3)
+    print(f"median_ms={sorted(times)[len(times) // 2]:.4f}")
+    if out:
+        y.numpy().astype(np.float32).tofile(out)
+
+
+if __name__ == "__main__":
+    main()
