@@ -28,16 +28,9 @@ template <int N>
 using TensorF = Eigen::Tensor<float, N, Eigen::RowMajor>;
 
 int main(int argc, char** argv) {
-  if (argc < 6) {
-    std::fprintf(stderr, "usage: %s B P M H D [reps] [--out file]\n", argv[0]);
-    return 2;
-  }
-  const bench::attention_shape s{std::stoul(argv[1]), std::stoul(argv[2]), std::stoul(argv[3]), std::stoul(argv[4]),
-                                 std::stoul(argv[5])};
-  const int reps = argc > 6 && argv[6][0] != '-' ? std::atoi(argv[6]) : 5;
-  std::string out_path;
-  for (int i = 6; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--out") == 0) out_path = argv[i + 1];
+  const bench::peer_args args = bench::parse_args(argc, argv);
+  if (!args.ok) return 2;
+  const bench::attention_shape s = args.shape;
   const char* env = std::getenv("OMP_NUM_THREADS");
   const int threads = env ? std::max(1, std::atoi(env)) : 1;
   Eigen::ThreadPool pool(threads);
@@ -90,18 +83,5 @@ int main(int argc, char** argv) {
     out.device(dev) = z.contract(WO, contract_hd) + bO.reshape(out_bias_shape).broadcast(out_bias_bcast);
   };
 
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    forward();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  std::printf("median_ms=%.4f\n", times[times.size() / 2]);
-  if (!out_path.empty()) {
-    std::FILE* f = std::fopen(out_path.c_str(), "wb");
-    if (!f || std::fwrite(out.data(), sizeof(float), std::size_t(out.size()), f) != std::size_t(out.size())) return 1;
-    std::fclose(f);
-  }
-  return 0;
+  return bench::time_and_write(args, forward, [&] { return out.data(); }, s.b * s.p * s.m);
 }

@@ -3,8 +3,14 @@
 // mirrors it for PyTorch), so their outputs can be compared element by
 // element. Flat row-major arrays of the seed's tensors.
 #pragma once
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace bench {
@@ -38,5 +44,48 @@ struct attention_inputs {
         b_V(make_input(s.h * s.d, 7, 0.1)),
         b_O(make_input(s.m, 8, 0.1)) {}
 };
+
+// The command line every peer takes: B P M H D [reps] [--out file.f32].
+struct peer_args {
+  attention_shape shape{};
+  int reps = 5;
+  std::string out_path;
+  bool ok = false;
+};
+
+inline peer_args parse_args(int argc, char** argv) {
+  peer_args a;
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s B P M H D [reps] [--out file.f32]\n", argv[0]);
+    return a;
+  }
+  a.shape = {std::stoul(argv[1]), std::stoul(argv[2]), std::stoul(argv[3]), std::stoul(argv[4]),
+             std::stoul(argv[5])};
+  if (argc > 6 && argv[6][0] != '-') a.reps = std::atoi(argv[6]);
+  for (int i = 6; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--out") == 0) a.out_path = argv[i + 1];
+  a.ok = true;
+  return a;
+}
+
+// Runs `forward` a.reps times, prints "median_ms=<x>", and writes the n
+// floats `output()` points to into a.out_path (raw float32) if one was
+// given. Returns the process exit code.
+template <class F, class G>
+int time_and_write(const peer_args& a, F&& forward, G&& output, std::size_t n) {
+  std::vector<double> times;
+  for (int r = 0; r < a.reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    forward();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  std::printf("median_ms=%.4f\n", times[times.size() / 2]);
+  if (a.out_path.empty()) return 0;
+  std::FILE* f = std::fopen(a.out_path.c_str(), "wb");
+  if (!f) return 1;
+  const bool written = std::fwrite(output(), sizeof(float), n, f) == n;
+  return std::fclose(f) == 0 && written ? 0 : 1;
+}
 
 }  // namespace bench

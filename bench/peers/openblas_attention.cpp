@@ -19,16 +19,9 @@
 #include "inputs.hpp"
 
 int main(int argc, char** argv) {
-  if (argc < 6) {
-    std::fprintf(stderr, "usage: %s B P M H D [reps] [--out file]\n", argv[0]);
-    return 2;
-  }
-  const bench::attention_shape s{std::stoul(argv[1]), std::stoul(argv[2]), std::stoul(argv[3]), std::stoul(argv[4]),
-                                 std::stoul(argv[5])};
-  const int reps = argc > 6 && argv[6][0] != '-' ? std::atoi(argv[6]) : 5;
-  std::string out_path;
-  for (int i = 6; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--out") == 0) out_path = argv[i + 1];
+  const bench::peer_args args = bench::parse_args(argc, argv);
+  if (!args.ok) return 2;
+  const bench::attention_shape s = args.shape;
   bench::attention_inputs in(s);
   const int B = int(s.b), P = int(s.p), M = int(s.m), H = int(s.h), D = int(s.d), HD = H * D;
   std::vector<float> q(std::size_t(B) * P * HD), k(q.size()), v(q.size()), z(q.size()), out(std::size_t(B) * P * M);
@@ -77,18 +70,5 @@ int main(int argc, char** argv) {
                 out.data(), M);
   };
 
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    forward();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  std::printf("median_ms=%.4f\n", times[times.size() / 2]);
-  if (!out_path.empty()) {
-    std::FILE* f = std::fopen(out_path.c_str(), "wb");
-    if (!f || std::fwrite(out.data(), sizeof(float), out.size(), f) != out.size()) return 1;
-    std::fclose(f);
-  }
-  return 0;
+  return bench::time_and_write(args, forward, [&] { return out.data(); }, s.b * s.p * s.m);
 }
