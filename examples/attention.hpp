@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include <dimsum/dimsum.hpp>
 
@@ -26,6 +27,20 @@ struct attention_weights {
   tensor<float, NHeads, DHead, DModel> W_O;
   tensor<float, NHeads, DHead> b_Q, b_K, b_V;
   tensor<float, DModel> b_O;
+
+  /// The weights saved from PyTorch as W_Q.npy ... b_O.npy in `dir`.
+  static attention_weights load(const std::string& dir) {
+    attention_weights w;
+    w.W_Q = dimsum::load_npy<tensor<float, NHeads, DModel, DHead>>(dir + "/W_Q.npy");
+    w.W_K = dimsum::load_npy<tensor<float, NHeads, DModel, DHead>>(dir + "/W_K.npy");
+    w.W_V = dimsum::load_npy<tensor<float, NHeads, DModel, DHead>>(dir + "/W_V.npy");
+    w.W_O = dimsum::load_npy<tensor<float, NHeads, DHead, DModel>>(dir + "/W_O.npy");
+    w.b_Q = dimsum::load_npy<tensor<float, NHeads, DHead>>(dir + "/b_Q.npy");
+    w.b_K = dimsum::load_npy<tensor<float, NHeads, DHead>>(dir + "/b_K.npy");
+    w.b_V = dimsum::load_npy<tensor<float, NHeads, DHead>>(dir + "/b_V.npy");
+    w.b_O = dimsum::load_npy<tensor<float, DModel>>(dir + "/b_O.npy");
+    return w;
+  }
 
   /// Random normal weights scaled by 1/sqrt(fan-in), random biases.
   static attention_weights random(std::uint64_t seed, DModel m = {}, NHeads h = {}, DHead d = {}) {

@@ -12,15 +12,7 @@ DIMSUM_DIM(nheads, 2);
 DIMSUM_DIM(d_head, 10);
 
 int main() {
-  attention_weights<d_model, nheads, d_head> w;
-  w.W_Q = seeds::load<tensor<float, nheads, d_model, d_head>>("seed000/W_Q.npy");
-  w.W_K = seeds::load<tensor<float, nheads, d_model, d_head>>("seed000/W_K.npy");
-  w.W_V = seeds::load<tensor<float, nheads, d_model, d_head>>("seed000/W_V.npy");
-  w.W_O = seeds::load<tensor<float, nheads, d_head, d_model>>("seed000/W_O.npy");
-  w.b_Q = seeds::load<tensor<float, nheads, d_head>>("seed000/b_Q.npy");
-  w.b_K = seeds::load<tensor<float, nheads, d_head>>("seed000/b_K.npy");
-  w.b_V = seeds::load<tensor<float, nheads, d_head>>("seed000/b_V.npy");
-  w.b_O = seeds::load<tensor<float, d_model>>("seed000/b_O.npy");
+  auto w = attention_weights<d_model, nheads, d_head>::load(seeds::fixture("seed000"));
   auto x = seeds::load<tensor<float, batch, posn, d_model>>("seed000/x.npy");
 
   auto t = attention(x, w);

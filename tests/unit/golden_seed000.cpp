@@ -17,15 +17,7 @@ DIMSUM_DIM(d_head, 10);
 }  // namespace
 
 TEST_CASE("golden seed 000: q, k, v, scores, mask, pattern, z, out", "[golden][seed000]") {
-  attention_weights<d_model, nheads, d_head> w;
-  w.W_Q = golden::load<tensor<float, nheads, d_model, d_head>>("seed000/W_Q.npy");
-  w.W_K = golden::load<tensor<float, nheads, d_model, d_head>>("seed000/W_K.npy");
-  w.W_V = golden::load<tensor<float, nheads, d_model, d_head>>("seed000/W_V.npy");
-  w.W_O = golden::load<tensor<float, nheads, d_head, d_model>>("seed000/W_O.npy");
-  w.b_Q = golden::load<tensor<float, nheads, d_head>>("seed000/b_Q.npy");
-  w.b_K = golden::load<tensor<float, nheads, d_head>>("seed000/b_K.npy");
-  w.b_V = golden::load<tensor<float, nheads, d_head>>("seed000/b_V.npy");
-  w.b_O = golden::load<tensor<float, d_model>>("seed000/b_O.npy");
+  auto w = attention_weights<d_model, nheads, d_head>::load(golden::fixture("seed000"));
   auto x = golden::load<tensor<float, batch, posn, d_model>>("seed000/x.npy");
 
   auto t = attention(x, w);
