@@ -23,6 +23,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "arch_paths.hpp"
+
 // Counts heap allocations so a test can show the kernel makes none. Not
 // under AddressSanitizer or ThreadSanitizer, which must own operator new.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -262,53 +264,9 @@ std::size_t mismatches(const problem<T>& p) {
 }
 
 // ---------------------------------------------------------------------------
-// Arch paths
+// Arch paths: test::for_each_arch (arch_paths.hpp)
 
-template <class Arch>
-bool runnable() {
-  if constexpr (!Arch::supported()) {
-    return false;
-  } else if constexpr (std::is_same_v<Arch, dk::scalar_arch>) {
-    return true;
-  } else {
-    const auto cpu = xsimd::available_architectures();
-    if constexpr (std::is_same_v<Arch, xsimd::avx512f>) return cpu.avx512f != 0;
-    if constexpr (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>>) return cpu.fma3_avx2 != 0;
-    if constexpr (std::is_same_v<Arch, xsimd::avx2>) return cpu.avx2 != 0;
-    return false;
-  }
-}
-
-template <class Arch>
-bool& skip_reported() {
-  static bool reported = false;
-  return reported;
-}
-
-template <class Arch, class F>
-void run_on(F& f) {
-  if constexpr (Arch::supported()) {
-    if (runnable<Arch>()) {
-      f(Arch{});
-      return;
-    }
-  }
-  if (!skip_reported<Arch>()) {
-    WARN("dimsum gemm path '" << Arch::name() << "' skipped: "
-                              << (Arch::supported() ? "this CPU lacks it"
-                                                    : "not enabled at compile time"));
-    skip_reported<Arch>() = true;
-  }
-}
-
-// Calls f(arch_tag) for every GEMM path this build and CPU can run.
-template <class F>
-void for_each_arch(F&& f) {
-  run_on<dk::scalar_arch>(f);
-  run_on<xsimd::avx2>(f);
-  run_on<xsimd::fma3<xsimd::avx2>>(f);
-  run_on<xsimd::avx512f>(f);
-}
+using test::for_each_arch;
 
 template <class Arch, class T>
 void check_on(problem<T> p) {  // by value: each arch gets fresh storage
@@ -318,10 +276,7 @@ void check_on(problem<T> p) {  // by value: each arch gets fresh storage
 
 shape mnk(std::size_t m, std::size_t n, std::size_t k) { return {{{}, {m}, {n}, {k}}}; }
 
-struct thread_count_guard {
-  explicit thread_count_guard(int n) { dimsum::set_num_threads(n); }
-  ~thread_count_guard() { dimsum::set_num_threads(0); }
-};
+using test::thread_count_guard;
 
 }  // namespace
 
@@ -581,7 +536,7 @@ TEMPLATE_TEST_CASE("kernels/gemm: the AVX-512 register shape (12 x 32) runs on A
   namespace kd = dimsum::kernels::detail;
   using Arch = xsimd::fma3<xsimd::avx2>;
   if constexpr (Arch::supported()) {
-    if (!runnable<Arch>()) return;
+    if (!test::runnable<Arch>()) return;
     using avx512_like = kd::default_blocking<TestType, xsimd::avx512f>;
     for (auto s : {mnk(131, 67, 259), mnk(12, 32, 3), mnk(25, 97, 1)}) {
       auto p = make_problem<TestType>(s, {});

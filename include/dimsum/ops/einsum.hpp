@@ -24,6 +24,7 @@
 #include <dimsum/core/einsum_string.hpp>
 #include <dimsum/kernels/gemm.hpp>
 #include <dimsum/kernels/reference.hpp>
+#include <dimsum/ops/detail/fused_attention.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/plan/contraction_plan.hpp>
@@ -51,6 +52,11 @@ class einsum_expr : public expression_tag {
       plan_type::count(plan::role::n) <= kernels::max_group_rank &&
       plan_type::count(plan::role::k) <= kernels::max_group_rank;
 
+  /// Whether this contraction is the `einsum(softmax(scores), v)` end of an
+  /// attention whose scores are still lazy: then it runs the fused kernel
+  /// and the scores are never materialised (see detail/fused_attention.hpp).
+  static constexpr bool uses_fused_attention = detail::fused::match<einsum_expr>::value;
+
   template <class... X>
   explicit einsum_expr(X&&... ops) : ops_(std::forward<X>(ops)...) {
     std::array<bool, plan_type::n_labels> seen{};
@@ -75,7 +81,10 @@ class einsum_expr : public expression_tag {
   }
 
   void eval_to(const strided<value_type, rank>& dst) const {
-    std::apply([&](const auto&... op) { contract(dst, detail::materialize(op)...); }, ops_);
+    if constexpr (uses_fused_attention)
+      detail::fused::run(*this, dst);
+    else
+      std::apply([&](const auto&... op) { contract(dst, detail::materialize(op)...); }, ops_);
   }
 
  private:

@@ -1,0 +1,412 @@
+#pragma once
+/// \file
+/// The name-free fused attention kernel (flash-attention style):
+///
+///     out[b, i, c] = sum_j softmax_j( f(S[b, i, j]) ) * V[b, j, c]
+///     S[b, i, j]   = sum_d Q[b, i, d] * K[b, j, d]
+///
+/// where f applies the score stages in order (multiply or divide by a
+/// scalar, causal mask, boolean mask). The scores are never materialised:
+/// each thread keeps one BR x BC score tile, the running row maxima and sums
+/// (online softmax) and a BR x dv accumulator. Keys past a query tile's last
+/// row are skipped when the causal mask sends them to -inf. Q·Kᵀ and P·V run
+/// on the GEMM micro-kernel, so raw scores are bit-identical to the unfused
+/// einsum's; exp is vectorised with xsimd. Work items (batch index, query
+/// tile) are spread over OpenMP threads; each thread packs K and V of the
+/// batch index it works on into its own buffer, so there are no barriers.
+///
+/// Semantics equal the unfused path's (materialise the scores, apply f,
+/// softmax along j, contract with V): a row whose values are all -inf gives
+/// NaN, a finite masked value takes part in the softmax like any score, and
+/// an empty key range gives zeros.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "dimsum/detail/simd.hpp"
+#include "dimsum/kernels/contraction_args.hpp"
+#include "dimsum/kernels/detail/gemm_driver.hpp"
+#include "dimsum/kernels/detail/gemm_micro.hpp"
+#include "dimsum/kernels/detail/gemm_scratch.hpp"
+#include "dimsum/kernels/gemm.hpp"
+#include "dimsum/kernels/threads.hpp"
+
+namespace dimsum::kernels {
+
+/// Most score stages one fused attention can apply.
+inline constexpr std::size_t max_score_stages = 8;
+
+/// What one score stage does to a score s at (b, i, j).
+enum class score_op {
+  multiply,  ///< s * value
+  divide,    ///< s / value
+  causal,    ///< value where j > i, else s
+  mask       ///< value where mask[b, i, j], else s
+};
+
+template <class T>
+struct score_stage {
+  score_op op = score_op::multiply;
+  T value = T(1);
+  const bool* mask = nullptr;  // score_op::mask only
+  std::array<std::ptrdiff_t, max_group_rank> mask_batch{};
+  std::ptrdiff_t mask_row = 0, mask_col = 0;  // strides along i and j
+};
+
+/// One fused attention: extents, element strides (any, including 0 for a
+/// broadcast batch dim of V or of a mask), and the score stages.
+template <class T>
+struct attention_args {
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  T* out = nullptr;
+  std::size_t nq = 0, nk = 0, dk = 0, dv = 0;
+  std::ptrdiff_t q_row = 0, q_col = 0;      // Q[i, d]
+  std::ptrdiff_t k_row = 0, k_col = 0;      // K[j, d]
+  std::ptrdiff_t v_row = 0, v_col = 0;      // V[j, c]
+  std::ptrdiff_t out_row = 0, out_col = 0;  // out[i, c]
+  std::size_t batch_rank = 0;
+  std::array<std::size_t, max_group_rank> batch_extents{};
+  std::array<std::ptrdiff_t, max_group_rank> q_batch{}, k_batch{}, v_batch{}, out_batch{};
+  std::size_t n_stages = 0;
+  std::array<score_stage<T>, max_score_stages> stages{};
+
+  std::size_t batch_size() const noexcept {
+    std::size_t s = 1;
+    for (std::size_t d = 0; d < batch_rank; ++d) s *= batch_extents[d];
+    return s;
+  }
+  /// The offset of flat batch index `bi` for the strides `s`.
+  std::ptrdiff_t batch_offset(const std::array<std::ptrdiff_t, max_group_rank>& s, std::size_t bi) const noexcept {
+    std::ptrdiff_t off = 0;
+    for (std::size_t d = batch_rank; d-- > 0;) {
+      off += static_cast<std::ptrdiff_t>(bi % batch_extents[d]) * s[d];
+      bi /= batch_extents[d];
+    }
+    return off;
+  }
+};
+
+namespace detail {
+
+/// Whether every score the last causal stage masks ends up -inf whatever
+/// the later stages do: then keys past the causal boundary contribute
+/// nothing and are skipped.
+template <class T>
+bool causal_keys_vanish(const attention_args<T>& a) {
+  std::size_t last = a.n_stages;
+  for (std::size_t s = 0; s < a.n_stages; ++s)
+    if (a.stages[s].op == score_op::causal) last = s;
+  if (last == a.n_stages) return false;
+  T cand[max_score_stages + 1];
+  std::size_t n = 0;
+  cand[n++] = a.stages[last].value;
+  for (std::size_t s = last + 1; s < a.n_stages; ++s) {
+    const score_stage<T>& st = a.stages[s];
+    for (std::size_t c = 0; c < n; ++c) {
+      if (st.op == score_op::multiply) cand[c] = cand[c] * st.value;
+      if (st.op == score_op::divide) cand[c] = cand[c] / st.value;
+    }
+    if (st.op == score_op::mask) cand[n++] = st.value;
+  }
+  for (std::size_t c = 0; c < n; ++c)
+    if (!(cand[c] == -std::numeric_limits<T>::infinity())) return false;
+  return true;
+}
+
+template <class T, class Arch>
+struct attention_kernel {
+  using blk = default_blocking<T, Arch>;
+  using ops = simd_ops<T, Arch>;
+  using vec = typename ops::vec;
+  using kernel = micro_kernel<T, Arch, blk::mr, blk::nr>;
+  static constexpr std::size_t MR = blk::mr, NR = blk::nr, W = ops::width;
+  static constexpr std::size_t BR = round_up(64, MR);   // query rows per tile
+  static constexpr std::size_t BC = round_up(128, NR);  // keys per tile
+
+  const attention_args<T>& a;
+  bool skip_causal;
+  std::size_t dv_pad, nk_pad;
+  std::ptrdiff_t s_row_off[BR], col_off[BC];
+  std::ptrdiff_t o_row_off[BR];
+
+  explicit attention_kernel(const attention_args<T>& args)
+      : a(args),
+        skip_causal(causal_keys_vanish(args)),
+        dv_pad(round_up(args.dv, NR)),
+        nk_pad(round_up(args.nk, NR)) {
+    for (std::size_t i = 0; i < BR; ++i) {
+      s_row_off[i] = static_cast<std::ptrdiff_t>(i * BC);
+      o_row_off[i] = static_cast<std::ptrdiff_t>(i * dv_pad);
+    }
+    for (std::size_t j = 0; j < BC; ++j) col_off[j] = static_cast<std::ptrdiff_t>(j);
+  }
+
+  /// The per-thread buffers, carved from one scratch block.
+  struct buffers {
+    T *kp, *vp, *qp, *s, *pp, *o, *m, *l;
+    std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
+  };
+  std::size_t scratch_bytes() const {
+    const std::size_t kp = nk_pad * a.dk, vp = dv_pad * a.nk, qp = BR * a.dk, s = BR * BC, o = BR * dv_pad;
+    std::size_t total = 0;
+    for (std::size_t n : {kp, vp, qp, s, s, o, BR, BR}) total += round_up(n * sizeof(T), scratch_alignment);
+    return total;
+  }
+  buffers carve(void* base) const {
+    auto* p = static_cast<unsigned char*>(base);
+    auto take = [&](std::size_t n) {
+      T* r = reinterpret_cast<T*>(p);
+      p += round_up(n * sizeof(T), scratch_alignment);
+      return r;
+    };
+    buffers b;
+    b.kp = take(nk_pad * a.dk);
+    b.vp = take(dv_pad * a.nk);
+    b.qp = take(BR * a.dk);
+    b.s = take(BR * BC);
+    b.pp = take(BR * BC);
+    b.o = take(BR * dv_pad);
+    b.m = take(BR);
+    b.l = take(BR);
+    return b;
+  }
+
+  /// Packs keys [buf.packed_keys, upto) of batch index bi: K into NR-key
+  /// panels (kp[panel][d][NR]), V into NR-column panels (vp[panel][j][NR]).
+  void pack_kv(buffers& buf, std::size_t bi, std::size_t upto) const {
+    if (buf.batch != bi) {
+      buf.batch = bi;
+      buf.packed_keys = 0;
+    }
+    if (upto <= buf.packed_keys) return;
+    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
+    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    const std::size_t j0 = buf.packed_keys, j1 = std::min(a.nk, round_up(upto, NR));
+    for (std::size_t p = j0 / NR; p * NR < j1; ++p) {
+      T* dst = buf.kp + p * NR * a.dk;
+      for (std::size_t x = 0; x < NR; ++x) {
+        const std::size_t j = p * NR + x;
+        if (j < a.nk) {
+          const T* src = kb + static_cast<std::ptrdiff_t>(j) * a.k_row;
+          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = src[static_cast<std::ptrdiff_t>(d) * a.k_col];
+        } else {
+          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = T(0);
+        }
+      }
+    }
+    for (std::size_t cp = 0; cp < dv_pad / NR; ++cp)
+      for (std::size_t j = j0; j < j1; ++j) {
+        T* dst = buf.vp + (cp * a.nk + j) * NR;
+        const T* src = vb + static_cast<std::ptrdiff_t>(j) * a.v_row;
+        for (std::size_t x = 0; x < NR; ++x) {
+          const std::size_t c = cp * NR + x;
+          dst[x] = c < a.dv ? src[static_cast<std::ptrdiff_t>(c) * a.v_col] : T(0);
+        }
+      }
+    buf.packed_keys = j1;
+  }
+
+  /// Q rows [i0, i0 + rows) into MR-row panels (qp[panel][d][MR]).
+  void pack_q(buffers& buf, const T* qb, std::size_t i0, std::size_t rows) const {
+    for (std::size_t p = 0; p < BR / MR; ++p) {
+      T* dst = buf.qp + p * MR * a.dk;
+      for (std::size_t x = 0; x < MR; ++x) {
+        const std::size_t r = p * MR + x;
+        if (r < rows) {
+          const T* src = qb + static_cast<std::ptrdiff_t>(i0 + r) * a.q_row;
+          for (std::size_t d = 0; d < a.dk; ++d) dst[d * MR + x] = src[static_cast<std::ptrdiff_t>(d) * a.q_col];
+        } else {
+          for (std::size_t d = 0; d < a.dk; ++d) dst[d * MR + x] = T(0);
+        }
+      }
+    }
+  }
+
+  /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 + n).
+  void apply_stages(T* row, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n) const {
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      const score_stage<T>& st = a.stages[s];
+      switch (st.op) {
+        case score_op::multiply: {
+          const vec f = ops::broadcast(st.value);
+          std::size_t j = 0;
+          for (; j + W <= n; j += W) ops::storeu(row + j, ops::loadu(row + j) * f);
+          for (; j < n; ++j) row[j] = row[j] * st.value;
+          break;
+        }
+        case score_op::divide: {
+          const vec f = ops::broadcast(st.value);
+          std::size_t j = 0;
+          for (; j + W <= n; j += W) ops::storeu(row + j, ops::loadu(row + j) / f);
+          for (; j < n; ++j) row[j] = row[j] / st.value;
+          break;
+        }
+        case score_op::causal: {
+          // keys j > i are masked: tile columns from i + 1 - j0 on.
+          const std::size_t from = i + 1 > j0 ? std::min(n, i + 1 - j0) : 0;
+          for (std::size_t j = from; j < n; ++j) row[j] = st.value;
+          break;
+        }
+        case score_op::mask: {
+          const bool* mr = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +
+                           static_cast<std::ptrdiff_t>(j0) * st.mask_col;
+          for (std::size_t j = 0; j < n; ++j)
+            if (mr[static_cast<std::ptrdiff_t>(j) * st.mask_col]) row[j] = st.value;
+          break;
+        }
+      }
+    }
+  }
+
+  static T exp_scalar(T x) { return std::exp(x); }
+
+  /// Online softmax step of one row: new max, p = exp(s - ref) in place,
+  /// returns the factor that rescales the row's earlier sum and accumulator.
+  static T online_row(T* row, std::size_t n, T& m, T& l) {
+    constexpr T ninf = -std::numeric_limits<T>::infinity();
+    T mx = ninf;
+    std::size_t j = 0;
+    if constexpr (W > 1) {
+      vec vm = ops::broadcast(ninf);
+      for (; j + W <= n; j += W) vm = xsimd::max(vm, ops::loadu(row + j));
+      alignas(64) T tmp[W];
+      ops::store(tmp, vm);
+      for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
+    }
+    for (; j < n; ++j) mx = std::max(mx, row[j]);
+    const T m_new = std::max(m, mx);
+    const T ref = m_new == ninf ? T(0) : m_new;
+    const T alpha = exp_scalar(m - ref);
+    T sum = 0;
+    j = 0;
+    if constexpr (W > 1) {
+      const vec vr = ops::broadcast(ref);
+      vec vs = ops::zero();
+      for (; j + W <= n; j += W) {
+        const vec p = xsimd::exp(ops::loadu(row + j) - vr);
+        ops::storeu(row + j, p);
+        vs = vs + p;
+      }
+      sum = xsimd::hadd(vs);
+    }
+    for (; j < n; ++j) sum += (row[j] = exp_scalar(row[j] - ref));
+    l = l * alpha + sum;
+    m = m_new;
+    return alpha;
+  }
+
+  /// One query tile [i0, i0 + rows) of batch index bi.
+  void run_tile(buffers& buf, std::size_t bi, std::size_t i0, std::size_t rows) const {
+    const std::size_t key_end = skip_causal ? std::min(a.nk, i0 + rows) : a.nk;
+    pack_kv(buf, bi, key_end);
+    pack_q(buf, a.q + a.batch_offset(a.q_batch, bi), i0, rows);
+    std::fill(buf.o, buf.o + BR * dv_pad, T(0));
+    std::fill(buf.m, buf.m + BR, -std::numeric_limits<T>::infinity());
+    std::fill(buf.l, buf.l + BR, T(0));
+    const std::size_t panels = (rows + MR - 1) / MR;
+
+    for (std::size_t j0 = 0; j0 < key_end; j0 += BC) {
+      const std::size_t n = std::min(BC, key_end - j0);
+      // S = Q Kᵀ for the tile.
+      for (std::size_t jp = 0; jp < n; jp += NR)
+        for (std::size_t p = 0; p < panels; ++p) {
+          const tile_target<T> t{buf.s, s_row_off + p * MR, col_off + jp, MR, NR, true, T(1), T(0)};
+          kernel::run(a.dk, buf.qp + p * MR * a.dk, buf.kp + (j0 + jp) * a.dk, t);
+        }
+      // Stages, online softmax, rescale of the accumulator, P packed.
+      for (std::size_t r = 0; r < panels * MR; ++r) {
+        T* row = buf.s + r * BC;
+        T* pdst = buf.pp + (r / MR) * MR * n + r % MR;
+        if (r < rows) {
+          apply_stages(row, bi, i0 + r, j0, n);
+          const T alpha = online_row(row, n, buf.m[r], buf.l[r]);
+          if (alpha != T(1)) {
+            T* o = buf.o + r * dv_pad;
+            for (std::size_t c = 0; c < dv_pad; ++c) o[c] *= alpha;
+          }
+          for (std::size_t j = 0; j < n; ++j) pdst[j * MR] = row[j];
+        } else {
+          for (std::size_t j = 0; j < n; ++j) pdst[j * MR] = T(0);
+        }
+      }
+      // O += P V for the tile.
+      for (std::size_t cp = 0; cp < dv_pad; cp += NR)
+        for (std::size_t p = 0; p < panels; ++p) {
+          const tile_target<T> t{buf.o, o_row_off + p * MR, col_off + cp, MR, NR, true, T(1), T(1)};
+          kernel::run(n, buf.pp + p * MR * n, buf.vp + ((cp / NR) * a.nk + j0) * NR, t);
+        }
+    }
+    T* ob = a.out + a.batch_offset(a.out_batch, bi);
+    for (std::size_t r = 0; r < rows; ++r) {
+      T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;
+      const T* o = buf.o + r * dv_pad;
+      const T l = buf.l[r];
+      for (std::size_t c = 0; c < a.dv; ++c) dst[static_cast<std::ptrdiff_t>(c) * a.out_col] = o[c] / l;
+    }
+  }
+
+  void run() const {
+    const std::size_t nb = a.batch_size();
+    if (nb == 0 || a.nq == 0 || a.dv == 0) return;
+    if (a.nk == 0) {  // an empty sum: zeros, as the unfused contraction gives
+      for (std::size_t bi = 0; bi < nb; ++bi) {
+        T* ob = a.out + a.batch_offset(a.out_batch, bi);
+        for (std::size_t i = 0; i < a.nq; ++i)
+          for (std::size_t c = 0; c < a.dv; ++c)
+            ob[static_cast<std::ptrdiff_t>(i) * a.out_row + static_cast<std::ptrdiff_t>(c) * a.out_col] = T(0);
+      }
+      return;
+    }
+    const std::size_t tiles = (a.nq + BR - 1) / BR;
+    const auto items = static_cast<std::int64_t>(nb * tiles);
+    const std::size_t bytes = scratch_bytes();
+    // Later tiles see more keys under a causal mask: hand them out first.
+    auto work = [&](buffers& buf, std::int64_t item) {
+      const std::size_t bi = static_cast<std::size_t>(item) / tiles;
+      const std::size_t t = tiles - 1 - static_cast<std::size_t>(item) % tiles;
+      run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
+    };
+    std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
+    const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(a.dk + a.dv);
+    if (flops < parallel_min_flops) threads = 1;
+#ifdef _OPENMP
+    const int team = static_cast<int>(std::min<std::size_t>(threads, static_cast<std::size_t>(items)));
+    if (team > 1) {
+#pragma omp parallel num_threads(team)
+      {
+        buffers buf = carve(thread_scratch().reserve(bytes));
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t item = 0; item < items; ++item) work(buf, item);
+      }
+      return;
+    }
+#endif
+    buffers buf = carve(thread_scratch().reserve(bytes));
+    for (std::int64_t item = 0; item < items; ++item) work(buf, item);
+  }
+};
+
+}  // namespace detail
+
+/// The fused attention on an explicitly chosen arch (see `contract_on`).
+template <class Arch, class T>
+void attention_on(const attention_args<T>& args) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "dimsum: fused attention supports float and double");
+  detail::attention_kernel<T, Arch>(args).run();
+}
+
+/// The fused attention on `best_gemm_arch`, on up to `num_threads()` threads.
+template <class T>
+void attention(const attention_args<T>& args) {
+  attention_on<best_gemm_arch>(args);
+}
+
+}  // namespace dimsum::kernels
