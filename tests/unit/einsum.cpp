@@ -1,6 +1,7 @@
 // einsum in both spellings against plain loops: matrix products in every
 // layout, batch dims, one and three operands, full contraction, dims summed
-// from one operand only, strided operands (views), and extent checks.
+// from one operand only (pre-reduced), operands contracted pairwise, strided
+// operands (views), and extent checks.
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
@@ -163,9 +164,12 @@ TEST_CASE("einsum: the packed GEMM path and the loops agree, and the path is vis
   auto B = filled(tensor<float, b, h, j, k>(b{3}, h{2}, j{9}, k{33}), 0.21, 0.4);
   auto e = einsum<"b i h k, b h j k -> b h i j">(A, B);
   static_assert(decltype(e)::uses_gemm);
-  // A dim summed out of one operand alone takes the general loops.
+  // A third operand, or a dim summed out of one operand alone, is not one
+  // GEMM call: pairwise, or pre-reduced first (tested below).
   static_assert(!decltype(einsum<"b i h k, b h j k, b -> b h i j">(A, B, tensor<float, b>{}))::uses_gemm);
   static_assert(!decltype(einsum<"i r, i j -> j">(tensor<float, i, r>{}, tensor<float, i, j>{}))::uses_gemm);
+  // Integer operands keep the loops.
+  static_assert(!decltype(einsum<"i r, i j -> j">(tensor<int, i, r>{}, tensor<int, i, j>{}))::pre_reduces);
   auto g = eval(e);
   for (std::size_t x = 0; x < 3; ++x)
     for (std::size_t y = 0; y < 2; ++y)
@@ -176,4 +180,65 @@ TEST_CASE("einsum: the packed GEMM path and the loops agree, and the path is vis
             want += double(A(b{x}, i{u}, h{y}, k{z})) * double(B(b{x}, h{y}, j{v}, k{z}));
           CHECK(g(b{x}, h{y}, i{u}, j{v}) == Approx(want).epsilon(1e-5).margin(1e-5));
         }
+}
+
+TEMPLATE_TEST_CASE("einsum: three or more operands contract pairwise, dims of one operand are summed first",
+                   "[einsum]", float, double) {
+  using T = TestType;
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-12;
+  DIMSUM_DIM(h);
+  auto u = filled(tensor<T, i>(i{13}));
+  auto M = filled(tensor<T, i, j>(i{13}, j{21}), 0.2, -0.3);
+  auto v = filled(tensor<T, j, k>(j{21}, k{7}), 0.7, 0.1);
+  auto w = filled(tensor<T, k, h>(k{7}, h{5}), 0.11, -0.5);
+
+  // u·M first (one dim left), then with v.
+  auto e3 = einsum<"i, i j, j k -> k">(u, M, v);
+  static_assert(decltype(e3)::pairwise && !decltype(e3)::uses_gemm);
+  static_assert(detail::cheapest_pair<dim_list<k>, dim_list<i>, dim_list<i, j>, dim_list<j, k>>() ==
+                std::array<std::size_t, 2>{0, 1});
+  // A chain of four: M v first would leave (i, k); v w first leaves (j, h).
+  auto e4 = einsum<"i j, j k, k h, i -> h">(M, v, w, u);
+  static_assert(decltype(e4)::pairwise);
+  auto g3 = eval(e3);
+  auto g4 = eval(e4);
+  for (std::size_t z = 0; z < 7; ++z) {
+    double want = 0;
+    for (std::size_t x = 0; x < 13; ++x)
+      for (std::size_t y = 0; y < 21; ++y) want += double(u(i{x})) * double(M(i{x}, j{y})) * double(v(j{y}, k{z}));
+    CHECK(double(g3(k{z})) == Approx(want).epsilon(tol).margin(tol));
+  }
+  for (std::size_t a = 0; a < 5; ++a) {
+    double want = 0;
+    for (std::size_t x = 0; x < 13; ++x)
+      for (std::size_t y = 0; y < 21; ++y)
+        for (std::size_t z = 0; z < 7; ++z)
+          want += double(M(i{x}, j{y})) * double(v(j{y}, k{z})) * double(w(k{z}, h{a})) * double(u(i{x}));
+    CHECK(double(g4(h{a})) == Approx(want).epsilon(tol).margin(tol));
+  }
+
+  // r appears in X alone and not in the output: X is summed over r first,
+  // then the product runs on the GEMM kernel. Batch dims survive.
+  auto X = filled(tensor<T, b, i, r>(b{3}, i{13}, r{6}));
+  auto Y = filled(tensor<T, b, i, j>(b{3}, i{13}, j{21}), 0.3, 0.1);
+  auto e2 = einsum<"b i r, b i j -> b j">(X, Y);
+  static_assert(decltype(e2)::pre_reduces && !decltype(e2)::uses_gemm);
+  auto g2 = eval(e2);
+  for (std::size_t x = 0; x < 3; ++x)
+    for (std::size_t y = 0; y < 21; ++y) {
+      double want = 0;
+      for (std::size_t a = 0; a < 13; ++a)
+        for (std::size_t c = 0; c < 6; ++c) want += double(X(b{x}, i{a}, r{c})) * double(Y(b{x}, i{a}, j{y}));
+      CHECK(double(g2(b{x}, j{y})) == Approx(want).epsilon(tol).margin(tol));
+    }
+  // Every dim of one operand summed away: a scalar factor.
+  auto e1 = einsum<"r, i j -> j i">(filled(tensor<T, r>(r{4})), M);
+  static_assert(decltype(e1)::pre_reduces);
+  auto g1 = eval(e1);
+  auto rv = filled(tensor<T, r>(r{4}));
+  double rs = 0;
+  for (std::size_t c = 0; c < 4; ++c) rs += double(rv(r{c}));
+  for (std::size_t x = 0; x < 13; ++x)
+    for (std::size_t y = 0; y < 21; ++y)
+      CHECK(double(g1(j{y}, i{x})) == Approx(rs * double(M(i{x}, j{y}))).epsilon(tol).margin(tol));
 }

@@ -34,6 +34,7 @@
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/detail/gemm_scratch.hpp"
 #include "dimsum/kernels/gemm.hpp"
+#include "dimsum/kernels/softmax.hpp"
 #include "dimsum/kernels/threads.hpp"
 
 namespace dimsum::kernels {
@@ -265,39 +266,14 @@ struct attention_kernel {
     }
   }
 
-  static T exp_scalar(T x) { return std::exp(x); }
-
   /// Online softmax step of one row: new max, p = exp(s - ref) in place,
   /// returns the factor that rescales the row's earlier sum and accumulator.
   static T online_row(T* row, std::size_t n, T& m, T& l) {
     constexpr T ninf = -std::numeric_limits<T>::infinity();
-    T mx = ninf;
-    std::size_t j = 0;
-    if constexpr (W > 1) {
-      vec vm = ops::broadcast(ninf);
-      for (; j + W <= n; j += W) vm = xsimd::max(vm, ops::loadu(row + j));
-      alignas(64) T tmp[W];
-      ops::store(tmp, vm);
-      for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
-    }
-    for (; j < n; ++j) mx = std::max(mx, row[j]);
-    const T m_new = std::max(m, mx);
-    const T ref = m_new == ninf ? T(0) : m_new;
-    const T alpha = exp_scalar(m - ref);
-    T sum = 0;
-    j = 0;
-    if constexpr (W > 1) {
-      const vec vr = ops::broadcast(ref);
-      vec vs = ops::zero();
-      for (; j + W <= n; j += W) {
-        const vec p = xsimd::exp(ops::loadu(row + j) - vr);
-        ops::storeu(row + j, p);
-        vs = vs + p;
-      }
-      sum = xsimd::hadd(vs);
-    }
-    for (; j < n; ++j) sum += (row[j] = exp_scalar(row[j] - ref));
-    l = l * alpha + sum;
+    const T m_new = std::max(m, row_max<T, Arch>(row, n));
+    const T ref = m_new == ninf ? T(0) : m_new;  // no -inf - -inf: masked entries give 0
+    const T alpha = std::exp(m - ref);
+    l = l * alpha + exp_shifted_sum<T, Arch>(row, n, ref);
     m = m_new;
     return alpha;
   }
@@ -373,10 +349,10 @@ struct attention_kernel {
       const std::size_t t = tiles - 1 - static_cast<std::size_t>(item) % tiles;
       run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
     };
+#ifdef _OPENMP
     std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(a.dk + a.dv);
     if (flops < parallel_min_flops) threads = 1;
-#ifdef _OPENMP
     const int team = static_cast<int>(std::min<std::size_t>(threads, static_cast<std::size_t>(items)));
     if (team > 1) {
 #pragma omp parallel num_threads(team)

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -30,6 +31,11 @@
 #include <dimsum/plan/contraction_plan.hpp>
 
 namespace dimsum {
+
+namespace detail {
+template <class Out, class T, std::size_t R, class... M>
+void contract_pairwise(const strided<T, R>& dst, const M&... m);
+}  // namespace detail
 
 /// A lazy contraction of `Ops` into the dims `Out` (a dim_list).
 template <class Out, class... Ops>
@@ -57,6 +63,17 @@ class einsum_expr : public expression_tag {
   /// and the scores are never materialised (see detail/fused_attention.hpp).
   static constexpr bool uses_fused_attention = detail::fused::match<einsum_expr>::value;
 
+  static constexpr bool floating = std::is_same_v<value_type, float> || std::is_same_v<value_type, double>;
+  /// Whether dims summed out of one operand alone are summed first (a
+  /// reduction, linear in the operand's size), so that the contraction
+  /// proper runs on the GEMM kernel: `einsum<"a b, b c -> c">`.
+  static constexpr bool pre_reduces = sizeof...(Ops) == 2 && floating &&
+                                      (plan_type::count(plan::role::reduce_a) + plan_type::count(plan::role::reduce_b)) > 0;
+  /// Whether three or more operands are contracted pairwise (each pair on
+  /// the GEMM kernel, into an intermediate that keeps only the dims still
+  /// needed), the pair with the smallest intermediate first.
+  static constexpr bool pairwise = sizeof...(Ops) >= 3 && floating;
+
   template <class... X>
   explicit einsum_expr(X&&... ops) : ops_(std::forward<X>(ops)...) {
     std::array<bool, plan_type::n_labels> seen{};
@@ -83,6 +100,8 @@ class einsum_expr : public expression_tag {
   void eval_to(const strided<value_type, rank>& dst) const {
     if constexpr (uses_fused_attention)
       detail::fused::run(*this, dst);
+    else if constexpr (pre_reduces || pairwise)
+      std::apply([&](const auto&... op) { detail::contract_pairwise<Out>(dst, detail::materialize(op)...); }, ops_);
     else
       std::apply([&](const auto&... op) { contract(dst, detail::materialize(op)...); }, ops_);
   }
@@ -172,6 +191,108 @@ class einsum_expr : public expression_tag {
 };
 
 namespace detail {
+
+/// Whether a dim named `name` is needed outside operands ex1 and ex2 of a
+/// contraction into Out of operands with dims Ls: by the output or by
+/// another operand.
+template <class Out, class... Ls>
+constexpr bool needed_outside(std::string_view name, std::size_t ex1, std::size_t ex2) {
+  bool found = find_name(Out::names, name) != npos;
+  std::size_t k = 0;
+  ((found = found || (k != ex1 && k != ex2 && find_name(Ls::names, name) != npos), ++k), ...);
+  return found;
+}
+
+/// The dims of U needed outside operands Ex1 and Ex2.
+template <class U, class Out, std::size_t Ex1, std::size_t Ex2, class... Ls>
+constexpr auto kept_positions() {
+  constexpr std::size_t n = [] {
+    std::size_t c = 0;
+    for (auto name : U::names) c += needed_outside<Out, Ls...>(name, Ex1, Ex2) ? 1 : 0;
+    return c;
+  }();
+  std::array<std::size_t, n> idx{};
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < U::size; ++i)
+    if (needed_outside<Out, Ls...>(U::names[i], Ex1, Ex2)) idx[c++] = i;
+  return idx;
+}
+template <class U, class Out, std::size_t Ex1, std::size_t Ex2, class... Ls>
+using kept_t = select_t<U, kept_positions<U, Out, Ex1, Ex2, Ls...>()>;
+
+/// The pair of operands whose contraction leaves the fewest dims (ties: the
+/// leftmost pair). Extents are unknown at compile time; fewer dims is the
+/// proxy for a smaller intermediate.
+template <class Out, class... Ls>
+constexpr std::array<std::size_t, 2> cheapest_pair() {
+  constexpr std::size_t N = sizeof...(Ls);
+  const std::array<const std::string_view*, N> names{Ls::names.data()...};
+  const std::array<std::size_t, N> sizes{Ls::size...};
+  std::array<std::size_t, 2> best{0, 1};
+  std::size_t best_rank = npos;
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = i + 1; j < N; ++j) {
+      std::size_t rank = 0;
+      for (std::size_t x = 0; x < sizes[i]; ++x) rank += needed_outside<Out, Ls...>(names[i][x], i, j) ? 1 : 0;
+      for (std::size_t x = 0; x < sizes[j]; ++x) {
+        bool in_i = false;
+        for (std::size_t y = 0; y < sizes[i]; ++y) in_i = in_i || names[i][y] == names[j][x];
+        rank += !in_i && needed_outside<Out, Ls...>(names[j][x], i, j) ? 1 : 0;
+      }
+      if (rank < best_rank) {
+        best_rank = rank;
+        best = {i, j};
+      }
+    }
+  return best;
+}
+
+/// Operand K with the dims no one else needs summed out (or itself).
+template <class Out, std::size_t K, class... Ls, class M>
+decltype(auto) pre_reduce(const M& m) {
+  using L = dims_of_t<M>;
+  using Kept = kept_t<L, Out, K, K, Ls...>;
+  if constexpr (Kept::size == L::size)
+    return (m);
+  else
+    return tensor_for_t<value_type_of_t<M>, Kept>(einsum_expr<Kept, const M&>(m));
+}
+
+/// Contracts operands that need no pre-reduction: one or two directly, more
+/// by contracting the cheapest pair into a tensor first.
+template <class Out, class T, std::size_t R, class... X>
+void contract_pairs(const strided<T, R>& dst, const X&... x) {
+  if constexpr (sizeof...(X) <= 2) {
+    einsum_expr<Out, const X&...>(x...).eval_to(dst);
+  } else {
+    constexpr std::size_t N = sizeof...(X);
+    constexpr auto ij = cheapest_pair<Out, dims_of_t<X>...>();
+    constexpr std::array<std::size_t, N - 2> others = [&] {
+      std::array<std::size_t, N - 2> o{};
+      for (std::size_t k = 0, c = 0; k < N; ++k)
+        if (k != ij[0] && k != ij[1]) o[c++] = k;
+      return o;
+    }();
+    const std::tuple<const X&...> refs(x...);
+    const auto& xi = std::get<ij[0]>(refs);
+    const auto& xj = std::get<ij[1]>(refs);
+    using XI = std::remove_cvref_t<decltype(xi)>;
+    using XJ = std::remove_cvref_t<decltype(xj)>;
+    using Keep = kept_t<union_t<dims_of_t<XI>, dims_of_t<XJ>>, Out, ij[0], ij[1], dims_of_t<X>...>;
+    const tensor_for_t<T, Keep> tmp(einsum_expr<Keep, const XI&, const XJ&>(xi, xj));
+    [&]<std::size_t... O>(std::index_sequence<O...>) {
+      contract_pairs<Out>(dst, tmp, std::get<others[O]>(refs)...);
+    }(std::make_index_sequence<N - 2>{});
+  }
+}
+
+/// Evaluates a contraction pairwise after pre-reducing every operand.
+template <class Out, class T, std::size_t R, class... M>
+void contract_pairwise(const strided<T, R>& dst, const M&... m) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    contract_pairs<Out>(dst, pre_reduce<Out, I, dims_of_t<M>...>(m)...);
+  }(std::index_sequence_for<M...>{});
+}
 
 /// Checks each operand's static extents against those of the operands
 /// before it (the union keeps a static extent wherever one was seen).

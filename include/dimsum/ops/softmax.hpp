@@ -8,9 +8,24 @@
 #include <cstddef>
 
 #include <dimsum/kernels/reference.hpp>
+#include <dimsum/kernels/softmax.hpp>
+#include <dimsum/ops/elementwise.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
+
+template <dimension Q, dimension K, class E>
+class causal_mask_expr;
+
+namespace detail {
+/// Element-wise nodes whose rows softmax can finish as they are written.
+template <class E>
+inline constexpr bool rowwise_node = false;
+template <class Op, class... A>
+inline constexpr bool rowwise_node<elementwise_expr<Op, A...>> = true;
+template <dimension Q, dimension K, class E>
+inline constexpr bool rowwise_node<causal_mask_expr<Q, K, E>> = true;
+}  // namespace detail
 
 /// A lazy softmax of E along dim D.
 template <dimension D, class E>
@@ -32,7 +47,28 @@ class softmax_expr : public expression_tag {
   auto evaluator() const {
     return detail::materializing_evaluator<Root>(*this);
   }
+  /// Along a contiguous innermost dim the rows are vectorised, and an
+  /// element-wise operand (the scaling and masks) is evaluated row by row
+  /// with each row's softmax done while it is in cache: the scores are
+  /// traversed once. Otherwise: evaluate, then softmax along the axis.
   void eval_to(const strided<value_type, rank>& dst) const {
+    if constexpr (axis + 1 == rank) {
+      if (dst.strides[axis] == 1) {
+        const std::size_t n = dst.extents[axis];
+        auto row = [n](value_type* p) { kernels::softmax_contiguous(p, n); };
+        if constexpr (detail::rowwise_node<std::remove_cvref_t<E>>) {
+          auto ev = e_.template evaluator<dims>();
+          detail::run_elementwise(dst, ev, row);
+        } else {
+          // Evaluated in place, then each row visited once (read as a leaf:
+          // the copy onto itself is free while the row is in cache).
+          e_.eval_to(dst);
+          detail::leaf_evaluator<value_type, rank> ev{dst.data, dst.strides};
+          detail::run_elementwise(dst, ev, row);
+        }
+        return;
+      }
+    }
     e_.eval_to(dst);
     kernels::softmax_axis(dst.data, dst.extents, dst.strides, axis);
   }

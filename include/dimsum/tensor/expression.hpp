@@ -188,10 +188,18 @@ struct owning_evaluator {
   auto operator[](std::size_t j) const { return ev[j]; }
 };
 
+/// A row callback that does nothing.
+struct no_row_fn {
+  template <class T>
+  void operator()(T*) const noexcept {}
+};
+
 /// Runs an element-wise evaluator over the extents `ext` and stores each
-/// value into `dst` (all in the root's dims order).
-template <class T, std::size_t R, class Ev>
-void run_elementwise(const strided<T, R>& dst, Ev& ev) {
+/// value into `dst` (all in the root's dims order). `row_fn(p)` is called
+/// after each innermost row is written, p pointing at its first element,
+/// while the row is still in cache (softmax finishes rows this way).
+template <class T, std::size_t R, class Ev, class RowFn = no_row_fn>
+void run_elementwise(const strided<T, R>& dst, Ev& ev, RowFn&& row_fn = {}) {
   const auto& ext = dst.extents;
   if constexpr (R == 0) {
     ev.seek(nullptr);
@@ -211,6 +219,7 @@ void run_elementwise(const strided<T, R>& dst, Ev& ev) {
       } else {
         for (std::size_t j = 0; j < inner; ++j) out[static_cast<std::ptrdiff_t>(j) * ds] = static_cast<T>(ev[j]);
       }
+      row_fn(out);
       // Odometer over the outer dims.
       std::size_t d = R - 1;
       while (d > 0) {

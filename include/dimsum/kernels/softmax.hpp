@@ -1,0 +1,97 @@
+#pragma once
+/// \file
+/// Vectorised softmax rows (xsimd `exp`), shared by softmax and the fused
+/// attention kernel. Same semantics as the reference `softmax_row`: a row of
+/// only -inf gives NaN (exp(-inf - -inf)), a NaN anywhere makes the row NaN.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+#include "dimsum/detail/simd.hpp"
+#include "dimsum/kernels/detail/gemm_micro.hpp"
+#include "dimsum/kernels/gemm.hpp"
+#include "dimsum/kernels/reference.hpp"
+
+namespace dimsum::kernels {
+
+namespace detail {
+
+/// The largest of row[0..n) (-inf for n == 0).
+template <class T, class Arch>
+T row_max(const T* row, std::size_t n) noexcept {
+  using ops = simd_ops<T, Arch>;
+  constexpr std::size_t W = ops::width;
+  T mx = -std::numeric_limits<T>::infinity();
+  std::size_t j = 0;
+  if constexpr (W > 1) {
+    if (n >= W) {
+      auto vm = ops::loadu(row);
+      for (j = W; j + W <= n; j += W) vm = xsimd::max(vm, ops::loadu(row + j));
+      alignas(64) T tmp[W];
+      ops::store(tmp, vm);
+      for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
+    }
+  }
+  for (; j < n; ++j) mx = std::max(mx, row[j]);
+  return mx;
+}
+
+/// row[j] = exp(row[j] - ref) for j < n; returns their sum.
+template <class T, class Arch>
+T exp_shifted_sum(T* row, std::size_t n, T ref) noexcept {
+  using ops = simd_ops<T, Arch>;
+  constexpr std::size_t W = ops::width;
+  T sum = 0;
+  std::size_t j = 0;
+  if constexpr (W > 1) {
+    const auto vr = ops::broadcast(ref);
+    auto vs = ops::zero();
+    for (; j + W <= n; j += W) {
+      const auto p = xsimd::exp(ops::loadu(row + j) - vr);
+      ops::storeu(row + j, p);
+      vs = vs + p;
+    }
+    sum = xsimd::hadd(vs);
+  }
+  for (; j < n; ++j) sum += (row[j] = std::exp(row[j] - ref));
+  return sum;
+}
+
+/// row[j] = row[j] / d for j < n.
+template <class T, class Arch>
+void divide_row(T* row, std::size_t n, T d) noexcept {
+  using ops = simd_ops<T, Arch>;
+  constexpr std::size_t W = ops::width;
+  std::size_t j = 0;
+  if constexpr (W > 1) {
+    const auto vd = ops::broadcast(d);
+    for (; j + W <= n; j += W) ops::storeu(row + j, ops::loadu(row + j) / vd);
+  }
+  for (; j < n; ++j) row[j] = row[j] / d;
+}
+
+}  // namespace detail
+
+/// Softmax of n contiguous values in place, on `Arch`: exp(x - max) / sum.
+template <class Arch, class T>
+void softmax_contiguous_on(T* row, std::size_t n) noexcept {
+  if (n == 0) return;
+  const T m = detail::row_max<T, Arch>(row, n);
+  const T s = detail::exp_shifted_sum<T, Arch>(row, n, m);
+  detail::divide_row<T, Arch>(row, n, s);
+}
+
+/// Softmax of n contiguous values in place: vectorised for float and double
+/// (`best_gemm_arch`), the reference loop otherwise.
+template <class T>
+void softmax_contiguous(T* row, std::size_t n) noexcept {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    softmax_contiguous_on<best_gemm_arch>(row, n);
+  else
+    softmax_row(row, n, 1);
+}
+
+}  // namespace dimsum::kernels
