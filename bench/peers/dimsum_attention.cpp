@@ -62,19 +62,24 @@ int main(int argc, char** argv) {
 
   tensor<float, batch, posn, d_model> out;
   auto forward = [&] {
-    tensor<float, batch, posn, nheads, d_head> q =
-        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_Q) + b_Q;
-    tensor<float, batch, posn, nheads, d_head> k =
-        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_K) + b_K;
-    tensor<float, batch, posn, nheads, d_head> v =
-        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_V) + b_V;
-    auto scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
-        rename<posn, q_posn>(q), rename<posn, k_posn>(k));
-    auto pattern = dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(scores * scale, -inf));
-    auto z = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
-        pattern, rename<posn, k_posn>(v));
-    out = rename<q_posn, posn>(einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, W_O) +
-                               b_O);
+    // q, k, v live only as long as the attention needs them.
+    tensor<float, batch, posn, nheads, d_head> z;
+    {
+      tensor<float, batch, posn, nheads, d_head> q =
+          einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_Q) + b_Q;
+      tensor<float, batch, posn, nheads, d_head> k =
+          einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_K) + b_K;
+      tensor<float, batch, posn, nheads, d_head> v =
+          einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_V) + b_V;
+      auto scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
+          rename<posn, q_posn>(q), rename<posn, k_posn>(k));
+      auto pattern = dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(scores * scale, -inf));
+      auto zq = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
+          pattern, rename<posn, k_posn>(v));
+      static_assert(decltype(zq)::uses_fused_attention);
+      z = rename<q_posn, posn>(zq);
+    }
+    out = einsum<"batch posn nheads d_head, nheads d_head d_model -> batch posn d_model">(z, W_O) + b_O;
   };
 
   return bench::time_and_write(args, forward, [&] { return out.data(); }, s.b * s.p * s.m);

@@ -1,7 +1,7 @@
 // Deterministic inputs shared by every implementation of the seed-000
-// attention forward in bench/ (dimsum, Eigen, OpenBLAS; bench/compare
-// mirrors it for PyTorch), so their outputs can be compared element by
-// element. Flat row-major arrays of the seed's tensors.
+// attention forward and of the square GEMM in bench/ (dimsum, Eigen,
+// OpenBLAS; bench/compare mirrors them for PyTorch), so their outputs can be
+// compared element by element. Flat row-major arrays.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -68,11 +68,67 @@ inline peer_args parse_args(int argc, char** argv) {
   return a;
 }
 
-// Runs `forward` a.reps times, prints "median_ms=<x>", and writes the n
-// floats `output()` points to into a.out_path (raw float32) if one was
-// given. Returns the process exit code.
+// The GEMM peers' workload: C (n, n) = A (n, n) @ B (n, n), row-major, and
+// their command line: N [reps] [--out file.f32].
+struct gemm_inputs {
+  std::vector<float> a, b;
+  explicit gemm_inputs(std::size_t n)
+      : a(make_input(n * n, 0, 1.0)), b(make_input(n * n, 1, 1.0 / std::sqrt(double(n)))) {}
+};
+
+struct gemm_args : peer_args {
+  std::size_t n = 0;
+};
+
+inline gemm_args parse_gemm_args(int argc, char** argv) {
+  gemm_args a;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s N [reps] [--out file.f32]\n", argv[0]);
+    return a;
+  }
+  a.n = std::stoul(argv[1]);
+  if (argc > 2 && argv[2][0] != '-') a.reps = std::atoi(argv[2]);
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--out") == 0) a.out_path = argv[i + 1];
+  a.ok = true;
+  return a;
+}
+
+// A field of /proc/self/status ("VmRSS", "VmHWM") in MiB, or -1.
+inline double proc_status_mib(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  double kib = -1;
+  const std::size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, field, n) == 0 && line[n] == ':') kib = std::atof(line + n + 1);
+  std::fclose(f);
+  return kib < 0 ? -1 : kib / 1024.0;
+}
+
+// Peak memory of one call of `forward` beyond what the process held before
+// it (max RSS minus the RSS after setup), in MiB: the kernel's high-water
+// mark is reset first (/proc/self/clear_refs), so setup's own peak does not
+// count. Buffers a peer allocates on its first call count; the inputs do not.
+template <class F>
+double peak_extra_mib(F&& forward) {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+  const double before = proc_status_mib("VmRSS");
+  forward();
+  return proc_status_mib("VmHWM") - before;
+}
+
+// Runs `forward` once untimed (measuring its peak extra memory, printed as
+// "peak_extra_mib=<x>"), then a.reps times, prints "median_ms=<x>", and
+// writes the n floats `output()` points to into a.out_path (raw float32) if
+// one was given. Returns the process exit code.
 template <class F, class G>
 int time_and_write(const peer_args& a, F&& forward, G&& output, std::size_t n) {
+  std::printf("peak_extra_mib=%.1f\n", peak_extra_mib(forward));
   std::vector<double> times;
   for (int r = 0; r < a.reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -1,11 +1,14 @@
 """Seed 000's causal attention forward in PyTorch 1.13, two ways: as the seed
 writes it (torch.einsum, masked_fill, softmax) and the best path found
-(fused QKV addmm, baddbmm with an additive mask, softmax, bmm, addmm).
+(fused QKV addmm, baddbmm with an additive mask, softmax, bmm, addmm); and
+the square GEMM C = A @ B of bench/compare as one torch.mm.
 
     /usr/bin/python3 torch_attention.py einsum|best B P M H D [reps] [--out file.f32]
+    /usr/bin/python3 torch_attention.py gemm N [reps] [--out file.f32]
 
-Prints median_ms=<x>. Inputs follow bench/peers/inputs.hpp exactly.
-Threads follow OMP_NUM_THREADS (torch.set_num_threads).
+Prints peak_extra_mib=<x> and median_ms=<x>. Inputs follow
+bench/peers/inputs.hpp exactly. Threads follow OMP_NUM_THREADS
+(torch.set_num_threads).
 """
 import math
 import os
@@ -69,17 +72,50 @@ def forward_best(w, pre):
     return torch.addmm(w["b_O"], z, pre["W_O2"]).view(b, p, m)
 
 
+def status_mib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    return -1.0
+
+
+def peak_extra_mib(run):
+    """Max RSS of one call minus the RSS before it (high-water mark reset
+    through /proc/self/clear_refs), as bench/peers/inputs.hpp measures."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    before = status_mib("VmRSS")
+    run()
+    return status_mib("VmHWM") - before
+
+
+def gemm_inputs(n):
+    """A (n, n) and B (n, n), float32, as bench::gemm_inputs makes them."""
+    return make(n * n, 0, 1.0).reshape(n, n), make(n * n, 1, 1 / math.sqrt(n)).reshape(n, n)
+
+
 def main():
     impl = sys.argv[1]
-    b, p, m, h, d = (int(a) for a in sys.argv[2:7])
-    reps = int(sys.argv[7]) if len(sys.argv) > 7 and not sys.argv[7].startswith("-") else 5
-    out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
+    nsizes = 1 if impl == "gemm" else 5
+    sizes = [int(a) for a in sys.argv[2:2 + nsizes]]
+    rest = sys.argv[2 + nsizes:]
+    reps = int(rest[0]) if rest and not rest[0].startswith("-") else 5
+    out = rest[rest.index("--out") + 1] if "--out" in rest else None
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    w = inputs(b, p, m, h, d)
-    pre = prepare_best(w) if impl == "best" else None
-    run = (lambda: forward_best(w, pre)) if impl == "best" else (lambda: forward_einsum(w))
+    if impl == "gemm":
+        a, b = (torch.from_numpy(x) for x in gemm_inputs(*sizes))
+        run = lambda: torch.mm(a, b)
+    else:
+        w = inputs(*sizes)
+        pre = prepare_best(w) if impl == "best" else None
+        run = (lambda: forward_best(w, pre)) if impl == "best" else (lambda: forward_einsum(w))
     times = []
     with torch.no_grad():
+        print(f"peak_extra_mib={peak_extra_mib(run):.1f}")
         for _ in range(reps):
             t0 = time.perf_counter()
             y = run()
