@@ -242,3 +242,35 @@ TEMPLATE_TEST_CASE("einsum: three or more operands contract pairwise, dims of on
     for (std::size_t y = 0; y < 21; ++y)
       CHECK(double(g1(j{y}, i{x})) == Approx(rs * double(M(i{x}, j{y}))).epsilon(tol).margin(tol));
 }
+
+TEMPLATE_TEST_CASE("einsum: a contraction plus a bias accumulates onto the bias in one pass", "[einsum]", float,
+                   double) {
+  using T = TestType;
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-12;
+  DIMSUM_DIM(h);
+  auto X = filled(tensor<T, b, i, k>(b{2}, i{19}, k{23}));
+  auto W = filled(tensor<T, h, k, j>(h{3}, k{23}, j{5}), 0.2, -0.4);
+  auto bias = filled(tensor<T, h, j>(h{3}, j{5}), 0.5, -1.0);
+  auto e = einsum<"b i k, h k j -> b i h j">(X, W) + bias;
+  static_assert(decltype(e)::accumulates_bias);
+  auto s = einsum<"b i k, h k j -> b i h j">(X, W) + T(2);
+  static_assert(decltype(s)::accumulates_bias);
+  // The bias first keeps its dims in front: an ordinary element-wise loop.
+  static_assert(!decltype(bias + einsum<"b i k, h k j -> b i h j">(X, W))::accumulates_bias);
+  tensor<T, b, i, h, j> got = e;
+  tensor<T, b, i, h, j> got_s = s;
+  for (std::size_t x = 0; x < 2; ++x)
+    for (std::size_t y = 0; y < 19; ++y)
+      for (std::size_t z = 0; z < 3; ++z)
+        for (std::size_t c = 0; c < 5; ++c) {
+          double want = 0;
+          for (std::size_t a = 0; a < 23; ++a) want += double(X(b{x}, i{y}, k{a})) * double(W(h{z}, k{a}, j{c}));
+          CHECK(double(got(b{x}, i{y}, h{z}, j{c})) == Approx(want + double(bias(h{z}, j{c}))).epsilon(tol).margin(tol));
+          CHECK(double(got_s(b{x}, i{y}, h{z}, j{c})) == Approx(want + 2.0).epsilon(tol).margin(tol));
+        }
+  // A summed dim of extent 0: the bias alone.
+  tensor<T, b, i, h, j> only_bias = einsum<"b i k, h k j -> b i h j">(tensor<T, b, i, k>(b{2}, i{19}, k{0}),
+                                                                        tensor<T, h, k, j>(h{3}, k{0}, j{5})) +
+                                    bias;
+  CHECK(double(only_bias(b{1}, i{4}, h{2}, j{3})) == double(bias(h{2}, j{3})));
+}

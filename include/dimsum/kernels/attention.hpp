@@ -216,7 +216,7 @@ struct attention_kernel {
 
   /// Q rows [i0, i0 + rows) into MR-row panels (qp[panel][d][MR]).
   void pack_q(buffers& buf, const T* qb, std::size_t i0, std::size_t rows) const {
-    for (std::size_t p = 0; p < BR / MR; ++p) {
+    for (std::size_t p = 0; p * MR < rows; ++p) {
       T* dst = buf.qp + p * MR * a.dk;
       for (std::size_t x = 0; x < MR; ++x) {
         const std::size_t r = p * MR + x;
@@ -283,10 +283,10 @@ struct attention_kernel {
     const std::size_t key_end = skip_causal ? std::min(a.nk, i0 + rows) : a.nk;
     pack_kv(buf, bi, key_end);
     pack_q(buf, a.q + a.batch_offset(a.q_batch, bi), i0, rows);
-    std::fill(buf.o, buf.o + BR * dv_pad, T(0));
-    std::fill(buf.m, buf.m + BR, -std::numeric_limits<T>::infinity());
-    std::fill(buf.l, buf.l + BR, T(0));
     const std::size_t panels = (rows + MR - 1) / MR;
+    std::fill(buf.o, buf.o + panels * MR * dv_pad, T(0));
+    std::fill(buf.m, buf.m + rows, -std::numeric_limits<T>::infinity());
+    std::fill(buf.l, buf.l + rows, T(0));
 
     for (std::size_t j0 = 0; j0 < key_end; j0 += BC) {
       const std::size_t n = std::min(BC, key_end - j0);

@@ -125,6 +125,24 @@ class einsum_expr : public expression_tag {
     }
   }
 
+ public:
+  /// dst += this contraction, on the GEMM kernel (beta = 1): lets
+  /// `tensor = einsum(...) + bias` write the bias, then accumulate the
+  /// product onto it in one pass, as BLAS addmm does. Only for contractions
+  /// that run on the GEMM kernel.
+  void accumulate_to(const strided<value_type, rank>& dst) const
+    requires(uses_gemm && !uses_fused_attention)
+  {
+    std::apply(
+        [&](const auto&... op) {
+          bool empty = false;
+          for (auto e : label_extents_) empty = empty || e == 0;
+          if (!empty) contract_gemm(dst, detail::materialize(op)..., value_type(1));
+        },
+        ops_);
+  }
+
+ private:
   template <class... M>
   void contract(const strided<value_type, rank>& dst, const M&... m) const {
     if constexpr (uses_gemm) {
@@ -136,10 +154,13 @@ class einsum_expr : public expression_tag {
   }
 
   // The planner's roles become the kernel's dim groups: extents per label,
-  // each operand's strides (and the destination's) per label.
+  // each operand's strides (and the destination's) per label. beta == 1
+  // adds to what dst holds.
   template <class MA, class MB>
-  void contract_gemm(const strided<value_type, rank>& dst, const MA& a, const MB& b) const {
+  void contract_gemm(const strided<value_type, rank>& dst, const MA& a, const MB& b,
+                     value_type beta = value_type(0)) const {
     kernels::contraction_args<value_type> args;
+    args.beta = beta;
     args.a = a.data();
     args.b = b.data();
     args.c = dst.data;

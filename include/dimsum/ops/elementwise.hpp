@@ -107,7 +107,34 @@ class elementwise_expr : public expression_tag {
   auto evaluator() const {
     return std::apply([&](const auto&... a) { return evaluator_type<Root, decltype(a.template evaluator<Root>())...>{op_, {a.template evaluator<Root>()...}}; }, args_);
   }
+  /// Whether this is `contraction + bias` evaluated by accumulation (below).
+  static constexpr bool accumulates_bias = [] {
+    if constexpr (sizeof...(Args) == 2 && std::is_same_v<Op, ops::plus>) {
+      using A = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<Args...>>>;
+      using B = std::remove_cvref_t<std::tuple_element_t<1, std::tuple<Args...>>>;
+      return std::is_same_v<dims_of_t<A>, dims> && std::is_same_v<value_type_of_t<A>, value_type> &&
+             std::is_same_v<value_type_of_t<B>, value_type> &&
+             requires(const A& a, const strided<value_type, rank>& d) { a.accumulate_to(d); };
+    } else {
+      return false;
+    }
+  }();
+
+  /// `contraction + bias` (the bias's dims a subset of the contraction's,
+  /// one value type) writes the bias, then has the contraction accumulate
+  /// onto it (`accumulate_to`, the GEMM kernel with beta = 1): no temporary,
+  /// one pass. Anything else runs as one element-wise loop.
   void eval_to(const strided<value_type, rank>& dst) const {
+    if constexpr (accumulates_bias) {
+      bool empty = false;
+      for (auto e : extents_) empty = empty || e == 0;
+      if (!empty) {
+        auto bias = std::get<1>(args_).template evaluator<dims>();
+        detail::run_elementwise(dst, bias);
+        std::get<0>(args_).accumulate_to(dst);
+        return;
+      }
+    }
     auto ev = evaluator<dims>();
     detail::run_elementwise(dst, ev);
   }
