@@ -163,6 +163,10 @@ TEST_CASE("fused attention: every supported spelling takes the fused path and ma
     check(attend(softmax<k_posn>(causal_mask<q_posn, k_posn>(scores_of(in.q, in.k), -3.0f) * s), in.v),
           [&](double x, auto, auto, auto i, auto j) { return causal(x, i, j, -3.0) * s; });
   }
+  SECTION("scale folded into the queries") {
+    check(attend(softmax<k_posn>(causal_mask<q_posn, k_posn>(scores_of(in.q * s, in.k), -inf)), in.v),
+          [&](double x, auto, auto, auto i, auto j) { return causal(x * s, i, j, -INFINITY); });
+  }
   SECTION("no mask, no scale") {
     check(attend(softmax<k_posn>(scores_of(in.q, in.k)), in.v), [](double x, auto...) { return x; });
   }
