@@ -128,7 +128,7 @@ void pack_b_block(const gemm_problem<T>& p, const T* b, std::size_t jc, std::siz
   for (std::size_t jr = 0; jr < nc; jr += NR) {
     const std::size_t nr = std::min(NR, nc - jr);
     fill_offsets(p.n, p.n.stride_b, jc + jr, nr, col);
-    pack_panel<NR>(packed_b + jr * kc, b, k_off, kc, col, nr, p.b_n_unit, p.b_k_unit);
+    pack_panel<NR>(packed_b + jr * kc, b, k_off, kc, col, nr, p.b_n_unit || consecutive(col, nr), p.b_k_unit);
   }
 }
 
@@ -149,15 +149,16 @@ void multiply_rows(const gemm_problem<T>& p, const T* a, T* c, std::size_t jc, s
     for (std::size_t ir = 0; ir < mc; ir += MR) {
       const std::size_t mr = std::min(MR, mc - ir);
       fill_offsets(p.m, p.m.stride_a, ic + ir, mr, row_a);
-      pack_panel<MR>(packed_a + ir * kc, a, k_off, kc, row_a, mr, p.a_m_unit, p.a_k_unit);
+      pack_panel<MR>(packed_a + ir * kc, a, k_off, kc, row_a, mr, p.a_m_unit || consecutive(row_a, mr), p.a_k_unit);
     }
     fill_offsets(p.m, p.m.stride_c, ic, mc, row_c);
     for (std::size_t jr = 0; jr < nc; jr += NR) {
       const std::size_t nr = std::min(NR, nc - jr);
       fill_offsets(p.n, p.n.stride_c, jc + jr, nr, col_c);
+      const bool cols_unit = p.c_n_unit || consecutive(col_c, nr);
       for (std::size_t ir = 0; ir < mc; ir += MR) {
         const tile_target<T> t{c,  row_c + ir, col_c,      std::min(MR, mc - ir),
-                               nr, p.c_n_unit, p.alpha,    beta};
+                               nr, cols_unit,  p.alpha,    beta};
         kernel::run(kc, packed_a + ir * kc, packed_b + jr * kc, t);
       }
     }

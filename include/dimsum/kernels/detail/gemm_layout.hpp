@@ -72,6 +72,15 @@ inline std::ptrdiff_t offset_of(const dim_group& g, const group_strides& s,
 
 /// `out[i]` = element offset of flat index `first + i` for i < count: one
 /// division per dim to place the odometer, then additions only.
+/// True when the n offsets are consecutive elements (off[i] == off[0] + i):
+/// a run of a multi-dim group can be contiguous even when the whole group is
+/// not (16 columns inside one head of a (heads, d_head) group).
+inline bool consecutive(const std::ptrdiff_t* off, std::size_t n) noexcept {
+  for (std::size_t i = 1; i < n; ++i)
+    if (off[i] != off[0] + static_cast<std::ptrdiff_t>(i)) return false;
+  return true;
+}
+
 inline void fill_offsets(const dim_group& g, const group_strides& s, std::size_t first,
                          std::size_t count, std::ptrdiff_t* out) noexcept {
   if (g.rank == 0) {
