@@ -47,10 +47,17 @@ T exp_shifted_sum(T* row, std::size_t n, T ref) noexcept {
   T sum = 0;
   std::size_t j = 0;
   if constexpr (W > 1) {
+    // xsimd's exp converts its argument to integers; for double on AVX2 that
+    // is a scalar cast, undefined for -inf and NaN. So the argument is kept
+    // finite (below -1000 exp is 0 in float and double) and NaN is put
+    // back afterwards, giving exp's own results: 0 for -inf, NaN for NaN.
     const auto vr = ops::broadcast(ref);
+    const auto floor = ops::broadcast(T(-1000));
     auto vs = ops::zero();
     for (; j + W <= n; j += W) {
-      const auto p = xsimd::exp(ops::loadu(row + j) - vr);
+      const auto x = ops::loadu(row + j) - vr;
+      const auto nan = xsimd::isnan(x);
+      const auto p = xsimd::select(nan, x, xsimd::exp(xsimd::select(nan, floor, xsimd::max(x, floor))));
       ops::storeu(row + j, p);
       vs = vs + p;
     }
