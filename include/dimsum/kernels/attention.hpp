@@ -124,10 +124,8 @@ bool causal_keys_vanish(const attention_args<T>& a) {
 template <class T, class Arch>
 struct attention_kernel {
   using blk = default_blocking<T, Arch>;
-  using ops = simd_ops<T, Arch>;
-  using vec = typename ops::vec;
   using kernel = micro_kernel<T, Arch, blk::mr, blk::nr>;
-  static constexpr std::size_t MR = blk::mr, NR = blk::nr, W = ops::width;
+  static constexpr std::size_t MR = blk::mr, NR = blk::nr;
   static constexpr std::size_t BR = round_up(64, MR);   // query rows per tile
   static constexpr std::size_t BC = round_up(128, NR);  // keys per tile
 
@@ -235,20 +233,12 @@ struct attention_kernel {
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
       switch (st.op) {
-        case score_op::multiply: {
-          const vec f = ops::broadcast(st.value);
-          std::size_t j = 0;
-          for (; j + W <= n; j += W) ops::storeu(row + j, ops::loadu(row + j) * f);
-          for (; j < n; ++j) row[j] = row[j] * st.value;
+        case score_op::multiply:
+          scale_row<T, Arch>(row, n, st.value);
           break;
-        }
-        case score_op::divide: {
-          const vec f = ops::broadcast(st.value);
-          std::size_t j = 0;
-          for (; j + W <= n; j += W) ops::storeu(row + j, ops::loadu(row + j) / f);
-          for (; j < n; ++j) row[j] = row[j] / st.value;
+        case score_op::divide:
+          scale_row<T, Arch, true>(row, n, st.value);
           break;
-        }
         case score_op::causal: {
           // keys j > i are masked: tile columns from i + 1 - j0 on.
           const std::size_t from = i + 1 > j0 ? std::min(n, i + 1 - j0) : 0;

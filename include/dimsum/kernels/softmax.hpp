@@ -67,17 +67,18 @@ T exp_shifted_sum(T* row, std::size_t n, T ref) noexcept {
   return sum;
 }
 
-/// row[j] = row[j] / d for j < n.
-template <class T, class Arch>
-void divide_row(T* row, std::size_t n, T d) noexcept {
+/// row[j] = row[j] * s (Divide: row[j] / s) for j < n.
+template <class T, class Arch, bool Divide = false>
+void scale_row(T* row, std::size_t n, T s) noexcept {
   using ops = simd_ops<T, Arch>;
   constexpr std::size_t W = ops::width;
+  auto apply = [](auto x, auto f) { return Divide ? x / f : x * f; };
   std::size_t j = 0;
   if constexpr (W > 1) {
-    const auto vd = ops::broadcast(d);
-    for (; j + W <= n; j += W) ops::storeu(row + j, ops::loadu(row + j) / vd);
+    const auto vs = ops::broadcast(s);
+    for (; j + W <= n; j += W) ops::storeu(row + j, apply(ops::loadu(row + j), vs));
   }
-  for (; j < n; ++j) row[j] = row[j] / d;
+  for (; j < n; ++j) row[j] = apply(row[j], s);
 }
 
 }  // namespace detail
@@ -88,7 +89,7 @@ void softmax_contiguous_on(T* row, std::size_t n) noexcept {
   if (n == 0) return;
   const T m = detail::row_max<T, Arch>(row, n);
   const T s = detail::exp_shifted_sum<T, Arch>(row, n, m);
-  detail::divide_row<T, Arch>(row, n, s);
+  detail::scale_row<T, Arch, true>(row, n, s);
 }
 
 /// Softmax of n contiguous values in place: vectorised for float and double

@@ -133,22 +133,21 @@ class einsum_expr : public expression_tag {
   void accumulate_to(const strided<value_type, rank>& dst) const
     requires(uses_gemm && !uses_fused_attention)
   {
-    std::apply(
-        [&](const auto&... op) {
-          bool empty = false;
-          for (auto e : label_extents_) empty = empty || e == 0;
-          if (!empty) contract_gemm(dst, detail::materialize(op)..., value_type(1));
-        },
-        ops_);
+    if (!has_empty_label())
+      std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)..., value_type(1)); }, ops_);
   }
 
  private:
+  bool has_empty_label() const {
+    for (auto e : label_extents_)
+      if (e == 0) return true;
+    return false;
+  }
+
   template <class... M>
   void contract(const strided<value_type, rank>& dst, const M&... m) const {
     if constexpr (uses_gemm) {
-      bool empty = false;
-      for (auto e : label_extents_) empty = empty || e == 0;
-      if (!empty) return contract_gemm(dst, m...);  // an empty problem takes the loops: zeros, nothing read
+      if (!has_empty_label()) return contract_gemm(dst, m...);  // an empty problem takes the loops: zeros, nothing read
     }
     contract_loops(dst, m...);
   }

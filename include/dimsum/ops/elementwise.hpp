@@ -126,17 +126,13 @@ class elementwise_expr : public expression_tag {
   /// one pass. Anything else runs as one element-wise loop.
   void eval_to(const strided<value_type, rank>& dst) const {
     if constexpr (accumulates_bias) {
-      bool empty = false;
-      for (auto e : extents_) empty = empty || e == 0;
-      if (!empty) {
-        auto bias = std::get<1>(args_).template evaluator<dims>();
-        detail::run_elementwise(dst, bias);
-        std::get<0>(args_).accumulate_to(dst);
-        return;
-      }
+      auto bias = std::get<1>(args_).template evaluator<dims>();
+      detail::run_elementwise(dst, bias);
+      std::get<0>(args_).accumulate_to(dst);  // nothing to add when a summed dim is empty
+    } else {
+      auto ev = evaluator<dims>();
+      detail::run_elementwise(dst, ev);
     }
-    auto ev = evaluator<dims>();
-    detail::run_elementwise(dst, ev);
   }
 
  private:

@@ -60,11 +60,8 @@ class softmax_expr : public expression_tag {
           auto ev = e_.template evaluator<dims>();
           detail::run_elementwise(dst, ev, row);
         } else {
-          // Evaluated in place, then each row visited once (read as a leaf:
-          // the copy onto itself is free while the row is in cache).
           e_.eval_to(dst);
-          detail::leaf_evaluator<value_type, rank> ev{dst.data, dst.strides};
-          detail::run_elementwise(dst, ev, row);
+          detail::for_each_row(dst, [&](const std::size_t*, value_type* p) { row(p); });
         }
         return;
       }

@@ -188,48 +188,58 @@ struct owning_evaluator {
   auto operator[](std::size_t j) const { return ev[j]; }
 };
 
+/// Calls f(idx, row) for every innermost row of dst's extents, in row-major
+/// order: idx is the multi-index (its last entry 0), row points at the row's
+/// first element. Nothing when an extent is 0. Requires R >= 1.
+template <class T, std::size_t R, class F>
+void for_each_row(const strided<T, R>& dst, F&& f) {
+  static_assert(R >= 1);
+  const auto& ext = dst.extents;
+  for (std::size_t i = 0; i < R; ++i)
+    if (ext[i] == 0) return;
+  std::array<std::size_t, R> idx{};
+  while (true) {
+    T* row = dst.data;
+    for (std::size_t i = 0; i + 1 < R; ++i) row += static_cast<std::ptrdiff_t>(idx[i]) * dst.strides[i];
+    f(static_cast<const std::size_t*>(idx.data()), row);
+    // Odometer over the outer dims.
+    std::size_t d = R - 1;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      if (++idx[d] < ext[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 /// A row callback that does nothing.
 struct no_row_fn {
   template <class T>
   void operator()(T*) const noexcept {}
 };
 
-/// Runs an element-wise evaluator over the extents `ext` and stores each
-/// value into `dst` (all in the root's dims order). `row_fn(p)` is called
-/// after each innermost row is written, p pointing at its first element,
-/// while the row is still in cache (softmax finishes rows this way).
+/// Runs an element-wise evaluator over dst's extents and stores each value
+/// into `dst` (all in the root's dims order). `row_fn(p)` is called after
+/// each innermost row is written, p pointing at its first element, while
+/// the row is still in cache (softmax finishes rows this way).
 template <class T, std::size_t R, class Ev, class RowFn = no_row_fn>
 void run_elementwise(const strided<T, R>& dst, Ev& ev, RowFn&& row_fn = {}) {
-  const auto& ext = dst.extents;
   if constexpr (R == 0) {
     ev.seek(nullptr);
     *dst.data = static_cast<T>(ev[0]);
   } else {
-    for (std::size_t i = 0; i < R; ++i)
-      if (ext[i] == 0) return;
-    std::array<std::size_t, R> idx{};
-    const std::size_t inner = ext[R - 1];
+    const std::size_t inner = dst.extents[R - 1];
     const std::ptrdiff_t ds = dst.strides[R - 1];
-    while (true) {
-      ev.seek(idx.data());
-      T* out = dst.data;
-      for (std::size_t i = 0; i + 1 < R; ++i) out += static_cast<std::ptrdiff_t>(idx[i]) * dst.strides[i];
+    for_each_row(dst, [&](const std::size_t* idx, T* out) {
+      ev.seek(idx);
       if (ds == 1) {
         for (std::size_t j = 0; j < inner; ++j) out[j] = static_cast<T>(ev[j]);
       } else {
         for (std::size_t j = 0; j < inner; ++j) out[static_cast<std::ptrdiff_t>(j) * ds] = static_cast<T>(ev[j]);
       }
       row_fn(out);
-      // Odometer over the outer dims.
-      std::size_t d = R - 1;
-      while (d > 0) {
-        --d;
-        if (++idx[d] < ext[d]) break;
-        idx[d] = 0;
-        if (d == 0) return;
-      }
-      if (R == 1) return;
-    }
+    });
   }
 }
 

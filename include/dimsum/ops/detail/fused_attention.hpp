@@ -201,6 +201,11 @@ struct match<einsum_expr<Out, A, B>> {
   static constexpr bool value = facts.ok;
 };
 
+/// Which operand of an element-wise chain node the chain continues in (the
+/// other one of a scale is the scalar).
+template <kind K>
+inline constexpr std::size_t inner_operand = K == kind::scale_left ? 1 : 0;
+
 /// The score einsum inside the chain.
 template <class E>
 const auto& base_of(const E& e) {
@@ -209,10 +214,8 @@ const auto& base_of(const E& e) {
     return e;
   else if constexpr (C::k == kind::causal)
     return base_of(e.operand());
-  else if constexpr (C::k == kind::scale_left)
-    return base_of(std::get<1>(e.operands()));
   else
-    return base_of(std::get<0>(e.operands()));
+    return base_of(std::get<inner_operand<C::k>>(e.operands()));
 }
 
 /// The strides of `m` (laid out in dims L) along the labels in `names`, 0
@@ -241,19 +244,11 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
   };
   if constexpr (C::k == kind::base) {
     f();
-  } else if constexpr (C::k == kind::scale_right) {
-    with_stages(std::get<0>(e.operands()), args, labels, [&] {
-      push(kernels::score_op::multiply, std::get<1>(e.operands()).value);
-      f();
-    });
-  } else if constexpr (C::k == kind::scale_left) {
-    with_stages(std::get<1>(e.operands()), args, labels, [&] {
-      push(kernels::score_op::multiply, std::get<0>(e.operands()).value);
-      f();
-    });
-  } else if constexpr (C::k == kind::divide) {
-    with_stages(std::get<0>(e.operands()), args, labels, [&] {
-      push(kernels::score_op::divide, std::get<1>(e.operands()).value);
+  } else if constexpr (C::k == kind::scale_right || C::k == kind::scale_left || C::k == kind::divide) {
+    constexpr std::size_t inner = inner_operand<C::k>;
+    with_stages(std::get<inner>(e.operands()), args, labels, [&] {
+      push(C::k == kind::divide ? kernels::score_op::divide : kernels::score_op::multiply,
+           std::get<1 - inner>(e.operands()).value);
       f();
     });
   } else if constexpr (C::k == kind::causal) {
