@@ -149,13 +149,13 @@ struct attention_kernel {
 
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
-    T *kp, *vp, *qp, *s, *pp, *o, *m, *l;
+    T *kp, *vp, *qp, *s, *o, *m, *l;
     std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
   };
   std::size_t scratch_bytes() const {
     const std::size_t kp = nk_pad * a.dk, vp = dv_pad * a.nk, qp = BR * a.dk, s = BR * BC, o = BR * dv_pad;
     std::size_t total = 0;
-    for (std::size_t n : {kp, vp, qp, s, s, o, BR, BR}) total += round_up(n * sizeof(T), scratch_alignment);
+    for (std::size_t n : {kp, vp, qp, s, o, BR, BR}) total += round_up(n * sizeof(T), scratch_alignment);
     return total;
   }
   buffers carve(void* base) const {
@@ -170,7 +170,6 @@ struct attention_kernel {
     b.vp = take(dv_pad * a.nk);
     b.qp = take(BR * a.dk);
     b.s = take(BR * BC);
-    b.pp = take(BR * BC);
     b.o = take(BR * dv_pad);
     b.m = take(BR);
     b.l = take(BR);
@@ -190,25 +189,26 @@ struct attention_kernel {
     const std::size_t j0 = buf.packed_keys, j1 = std::min(a.nk, round_up(upto, NR));
     for (std::size_t p = j0 / NR; p * NR < j1; ++p) {
       T* dst = buf.kp + p * NR * a.dk;
-      for (std::size_t x = 0; x < NR; ++x) {
-        const std::size_t j = p * NR + x;
-        if (j < a.nk) {
-          const T* src = kb + static_cast<std::ptrdiff_t>(j) * a.k_row;
+      const std::size_t keys = std::min(NR, a.nk - p * NR);
+      if (keys < NR) std::fill(dst, dst + NR * a.dk, T(0));
+      for (std::size_t x = 0; x < keys; ++x) {
+        const T* src = kb + static_cast<std::ptrdiff_t>(p * NR + x) * a.k_row;
+        if (a.k_col == 1)
+          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = src[d];
+        else
           for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = src[static_cast<std::ptrdiff_t>(d) * a.k_col];
-        } else {
-          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = T(0);
-        }
       }
     }
-    for (std::size_t cp = 0; cp < dv_pad / NR; ++cp)
+    for (std::size_t cp = 0; cp < dv_pad / NR; ++cp) {
+      const std::size_t cols = std::min(NR, a.dv - cp * NR);
       for (std::size_t j = j0; j < j1; ++j) {
         T* dst = buf.vp + (cp * a.nk + j) * NR;
-        const T* src = vb + static_cast<std::ptrdiff_t>(j) * a.v_row;
-        for (std::size_t x = 0; x < NR; ++x) {
-          const std::size_t c = cp * NR + x;
-          dst[x] = c < a.dv ? src[static_cast<std::ptrdiff_t>(c) * a.v_col] : T(0);
-        }
+        const T* src = vb + static_cast<std::ptrdiff_t>(j) * a.v_row + static_cast<std::ptrdiff_t>(cp * NR) * a.v_col;
+        // Plain loops: a head is a few dozen values, shorter than a memmove call.
+        for (std::size_t x = 0; x < cols; ++x) dst[x] = src[static_cast<std::ptrdiff_t>(x) * a.v_col];
+        for (std::size_t x = cols; x < NR; ++x) dst[x] = T(0);
       }
+    }
     buf.packed_keys = j1;
   }
 
@@ -228,32 +228,77 @@ struct attention_kernel {
     }
   }
 
+  /// Rows [p * MR, p * MR + MR) of a row-major block with row stride `ld`
+  /// for the micro-kernel; rows past `rows` repeat row 0 (their results are
+  /// never used).
+  static rows_a<T, MR> rows_of(const T* base, std::ptrdiff_t ld, std::size_t p, std::size_t rows) {
+    rows_a<T, MR> r;
+    for (std::size_t i = 0; i < MR; ++i) {
+      const std::size_t row = p * MR + i;
+      r.row[i] = base + static_cast<std::ptrdiff_t>(row < rows ? row : 0) * ld;
+    }
+    return r;
+  }
+
   /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 + n).
-  void apply_stages(T* row, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n) const {
+  /// row[j] = value for from <= j < n_vec, with whole-vector stores (a
+  /// scalar store followed by a vector load of the same row stalls on
+  /// store forwarding).
+  static void fill_from(T* row, std::size_t n_vec, std::size_t from, T value) noexcept {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
+    if constexpr (W > 1) {
+      alignas(64) T lane[W];
+      for (std::size_t x = 0; x < W; ++x) lane[x] = T(x);
+      const auto iota = ops::load(lane), v = ops::broadcast(value), lim = ops::broadcast(T(from));
+      for (std::size_t j = from / W * W; j < n_vec; j += W) {
+        const auto x = ops::loadu(row + j);
+        ops::storeu(row + j, xsimd::select(iota + ops::broadcast(T(j)) >= lim, v, x));
+      }
+    } else {
+      for (std::size_t j = from; j < n_vec; ++j) row[j] = value;
+    }
+  }
+
+  /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 +
+  /// n), and sets the lanes [n, n_vec) (n_vec a whole number of vectors) to
+  /// -inf, so the softmax steps need no scalar tails.
+  void prepare_row(T* row, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
       switch (st.op) {
         case score_op::multiply:
-          scale_row<T, Arch>(row, n, st.value);
+          scale_row<T, Arch>(row, n_vec, st.value);
           break;
         case score_op::divide:
-          scale_row<T, Arch, true>(row, n, st.value);
+          scale_row<T, Arch, true>(row, n_vec, st.value);
           break;
-        case score_op::causal: {
+        case score_op::causal:
           // keys j > i are masked: tile columns from i + 1 - j0 on.
-          const std::size_t from = i + 1 > j0 ? std::min(n, i + 1 - j0) : 0;
-          for (std::size_t j = from; j < n; ++j) row[j] = st.value;
+          fill_from(row, n_vec, i + 1 > j0 ? std::min(n, i + 1 - j0) : 0, st.value);
           break;
-        }
         case score_op::mask: {
           const bool* mr = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +
                            static_cast<std::ptrdiff_t>(j0) * st.mask_col;
-          for (std::size_t j = 0; j < n; ++j)
-            if (mr[static_cast<std::ptrdiff_t>(j) * st.mask_col]) row[j] = st.value;
+          if constexpr (W > 1) {
+            const auto v = ops::broadcast(st.value), zero = ops::zero();
+            for (std::size_t j = 0; j < n_vec; j += W) {
+              alignas(64) T m[W];
+              for (std::size_t x = 0; x < W; ++x)
+                m[x] = j + x < n && mr[static_cast<std::ptrdiff_t>(j + x) * st.mask_col] ? T(1) : T(0);
+              ops::storeu(row + j, xsimd::select(ops::load(m) != zero, v, ops::loadu(row + j)));
+            }
+          } else {
+            for (std::size_t j = 0; j < n; ++j)
+              if (mr[static_cast<std::ptrdiff_t>(j) * st.mask_col]) row[j] = st.value;
+          }
           break;
         }
       }
     }
+    fill_from(row, n_vec, n, -std::numeric_limits<T>::infinity());
   }
 
   /// Online softmax step of one row: new max, p = exp(s - ref) in place,
@@ -272,7 +317,9 @@ struct attention_kernel {
   void run_tile(buffers& buf, std::size_t bi, std::size_t i0, std::size_t rows) const {
     const std::size_t key_end = skip_causal ? std::min(a.nk, i0 + rows) : a.nk;
     pack_kv(buf, bi, key_end);
-    pack_q(buf, a.q + a.batch_offset(a.q_batch, bi), i0, rows);
+    const T* qb = a.q + a.batch_offset(a.q_batch, bi);
+    const bool q_rows = a.q_col == 1;  // Q read in place, else packed
+    if (!q_rows) pack_q(buf, qb, i0, rows);
     const std::size_t panels = (rows + MR - 1) / MR;
     std::fill(buf.o, buf.o + panels * MR * dv_pad, T(0));
     std::fill(buf.m, buf.m + rows, -std::numeric_limits<T>::infinity());
@@ -280,41 +327,48 @@ struct attention_kernel {
 
     for (std::size_t j0 = 0; j0 < key_end; j0 += BC) {
       const std::size_t n = std::min(BC, key_end - j0);
-      // S = Q Kᵀ for the tile.
+      const std::size_t n_vec = round_up(n, simd_ops<T, Arch>::width);  // <= BC: NR is a multiple of it
+      // S = Q Kᵀ for the tile, the columns [0, n_vec) (a last panel of one
+      // vector runs on one vector column).
       for (std::size_t jp = 0; jp < n; jp += NR)
         for (std::size_t p = 0; p < panels; ++p) {
-          const tile_target<T> t{buf.s, s_row_off + p * MR, col_off + jp, MR, NR, true, T(1), T(0)};
-          kernel::run(a.dk, buf.qp + p * MR * a.dk, buf.kp + (j0 + jp) * a.dk, t);
+          const tile_target<T> t{buf.s, s_row_off + p * MR, col_off + jp, MR, std::min(NR, n_vec - jp), true, T(1), T(0)};
+          if (q_rows)
+            kernel::run_with(a.dk, rows_of(qb + static_cast<std::ptrdiff_t>(i0) * a.q_row, a.q_row, p, rows),
+                             buf.kp + (j0 + jp) * a.dk, t);
+          else
+            kernel::run(a.dk, buf.qp + p * MR * a.dk, buf.kp + (j0 + jp) * a.dk, t);
         }
-      // Stages, online softmax, rescale of the accumulator, P packed.
-      for (std::size_t r = 0; r < panels * MR; ++r) {
+      // Stages, online softmax, rescale of the accumulator (still zero
+      // before the first key tile). Rows are whole vectors (n_vec): the lanes
+      // past n hold -inf after the stages, so the softmax steps need no
+      // scalar tails.
+      for (std::size_t r = 0; r < rows; ++r) {
         T* row = buf.s + r * BC;
-        T* pdst = buf.pp + (r / MR) * MR * n + r % MR;
-        if (r < rows) {
-          apply_stages(row, bi, i0 + r, j0, n);
-          const T alpha = online_row(row, n, buf.m[r], buf.l[r]);
-          if (alpha != T(1)) {
-            T* o = buf.o + r * dv_pad;
-            for (std::size_t c = 0; c < dv_pad; ++c) o[c] *= alpha;
-          }
-          for (std::size_t j = 0; j < n; ++j) pdst[j * MR] = row[j];
-        } else {
-          for (std::size_t j = 0; j < n; ++j) pdst[j * MR] = T(0);
-        }
+        prepare_row(row, bi, i0 + r, j0, n, n_vec);
+        const T alpha = online_row(row, n_vec, buf.m[r], buf.l[r]);
+        if (j0 > 0 && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
       }
-      // O += P V for the tile.
+      // O += P V for the tile, P read from the score rows in place.
       for (std::size_t cp = 0; cp < dv_pad; cp += NR)
         for (std::size_t p = 0; p < panels; ++p) {
           const tile_target<T> t{buf.o, o_row_off + p * MR, col_off + cp, MR, NR, true, T(1), T(1)};
-          kernel::run(n, buf.pp + p * MR * n, buf.vp + ((cp / NR) * a.nk + j0) * NR, t);
+          kernel::run_with(n, rows_of(buf.s, static_cast<std::ptrdiff_t>(BC), p, rows),
+                           buf.vp + ((cp / NR) * a.nk + j0) * NR, t);
         }
     }
     T* ob = a.out + a.batch_offset(a.out_batch, bi);
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
     for (std::size_t r = 0; r < rows; ++r) {
       T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;
-      const T* o = buf.o + r * dv_pad;
-      const T l = buf.l[r];
-      for (std::size_t c = 0; c < a.dv; ++c) dst[static_cast<std::ptrdiff_t>(c) * a.out_col] = o[c] / l;
+      T* o = buf.o + r * dv_pad;
+      const auto l = ops::broadcast(buf.l[r]);
+      std::size_t c = 0;
+      if (a.out_col == 1)
+        for (; c + W <= a.dv; c += W) ops::storeu(dst + c, ops::load(o + c) / l);
+      scale_row<T, Arch, true>(o + c, dv_pad - c, buf.l[r]);  // whole vectors: dv_pad is a multiple of NR
+      for (; c < a.dv; ++c) dst[static_cast<std::ptrdiff_t>(c) * a.out_col] = o[c];
     }
   }
 

@@ -19,24 +19,43 @@ namespace dimsum::kernels {
 
 namespace detail {
 
+/// Calls f(p, count) over row[0..n) in whole vectors of W: the last, partial
+/// vector is staged through an aligned buffer whose lanes past the row hold
+/// `fill` and is copied back after f when `write_back`, so tails run the same
+/// vector code (a tail of scalar `exp` calls cost more than the rest of a
+/// short attention row).
+template <std::size_t W, class T, class F>
+void for_each_vector(T* row, std::size_t n, T fill, bool write_back, F&& f) {
+  std::size_t j = 0;
+  for (; j + W <= n; j += W) f(row + j);
+  if (j < n) {
+    alignas(64) T tail[W];
+    for (std::size_t x = 0; x < W; ++x) tail[x] = j + x < n ? row[j + x] : fill;
+    f(static_cast<T*>(tail));
+    if (write_back)
+      for (std::size_t x = 0; j + x < n; ++x) row[j + x] = tail[x];
+  }
+}
+
 /// The largest of row[0..n) (-inf for n == 0).
 template <class T, class Arch>
 T row_max(const T* row, std::size_t n) noexcept {
   using ops = simd_ops<T, Arch>;
   constexpr std::size_t W = ops::width;
-  T mx = -std::numeric_limits<T>::infinity();
-  std::size_t j = 0;
+  constexpr T ninf = -std::numeric_limits<T>::infinity();
   if constexpr (W > 1) {
-    if (n >= W) {
-      auto vm = ops::loadu(row);
-      for (j = W; j + W <= n; j += W) vm = xsimd::max(vm, ops::loadu(row + j));
-      alignas(64) T tmp[W];
-      ops::store(tmp, vm);
-      for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
-    }
+    auto vm = ops::broadcast(ninf);
+    for_each_vector<W>(const_cast<T*>(row), n, ninf, false, [&](T* p) { vm = xsimd::max(vm, ops::loadu(p)); });
+    alignas(64) T tmp[W];
+    ops::store(tmp, vm);
+    T mx = ninf;
+    for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
+    return mx;
+  } else {
+    T mx = ninf;
+    for (std::size_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+    return mx;
   }
-  for (; j < n; ++j) mx = std::max(mx, row[j]);
-  return mx;
 }
 
 /// row[j] = exp(row[j] - ref) for j < n; returns their sum.
@@ -44,27 +63,28 @@ template <class T, class Arch>
 T exp_shifted_sum(T* row, std::size_t n, T ref) noexcept {
   using ops = simd_ops<T, Arch>;
   constexpr std::size_t W = ops::width;
-  T sum = 0;
-  std::size_t j = 0;
   if constexpr (W > 1) {
     // xsimd's exp converts its argument to integers; for double on AVX2 that
     // is a scalar cast, undefined for -inf and NaN. So the argument is kept
     // finite (below -1000 exp is 0 in float and double) and NaN is put
     // back afterwards, giving exp's own results: 0 for -inf, NaN for NaN.
+    // Tail lanes past the row hold -inf and add 0.
     const auto vr = ops::broadcast(ref);
     const auto floor = ops::broadcast(T(-1000));
     auto vs = ops::zero();
-    for (; j + W <= n; j += W) {
-      const auto x = ops::loadu(row + j) - vr;
+    for_each_vector<W>(row, n, -std::numeric_limits<T>::infinity(), true, [&](T* q) {
+      const auto x = ops::loadu(q) - vr;
       const auto nan = xsimd::isnan(x);
       const auto p = xsimd::select(nan, x, xsimd::exp(xsimd::select(nan, floor, xsimd::max(x, floor))));
-      ops::storeu(row + j, p);
+      ops::storeu(q, p);
       vs = vs + p;
-    }
-    sum = xsimd::hadd(vs);
+    });
+    return xsimd::hadd(vs);
+  } else {
+    T sum = 0;
+    for (std::size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - ref));
+    return sum;
   }
-  for (; j < n; ++j) sum += (row[j] = std::exp(row[j] - ref));
-  return sum;
 }
 
 /// row[j] = row[j] * s (Divide: row[j] / s) for j < n.
@@ -73,12 +93,12 @@ void scale_row(T* row, std::size_t n, T s) noexcept {
   using ops = simd_ops<T, Arch>;
   constexpr std::size_t W = ops::width;
   auto apply = [](auto x, auto f) { return Divide ? x / f : x * f; };
-  std::size_t j = 0;
   if constexpr (W > 1) {
     const auto vs = ops::broadcast(s);
-    for (; j + W <= n; j += W) ops::storeu(row + j, apply(ops::loadu(row + j), vs));
+    for_each_vector<W>(row, n, T(1), true, [&](T* q) { ops::storeu(q, apply(ops::loadu(q), vs)); });
+  } else {
+    for (std::size_t j = 0; j < n; ++j) row[j] = apply(row[j], s);
   }
-  for (; j < n; ++j) row[j] = apply(row[j], s);
 }
 
 }  // namespace detail

@@ -37,6 +37,7 @@ struct scalar_expr : expression_tag {
     T value;
     void seek(const std::size_t*) {}
     T operator[](std::size_t) const { return value; }
+    bool merges(std::size_t, std::size_t) const { return true; }
   };
   template <class Root>
   evaluator_type evaluator() const {
@@ -145,6 +146,11 @@ class elementwise_expr : public expression_tag {
     }
     auto operator[](std::size_t j) const {
       return std::apply([&](const auto&... e) { return op(e[j]...); }, evs);
+    }
+    bool merges(std::size_t d, std::size_t next) const
+      requires(detail::merging_evaluator<Evs> && ...)
+    {
+      return std::apply([&](const auto&... e) { return (e.merges(d, next) && ...); }, evs);
     }
   };
 

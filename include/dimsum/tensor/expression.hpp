@@ -16,6 +16,7 @@
 /// materialise into a temporary when an element-wise parent asks for an
 /// evaluator; assigned directly, they write straight into the destination.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <concepts>
@@ -170,6 +171,11 @@ struct leaf_evaluator {
     else
       return base[static_cast<std::ptrdiff_t>(j) * strides[R - 1]];
   }
+  /// Whether one step along root dim d is `next` steps along the innermost
+  /// dim (so the dims from d in walk memory as one).
+  bool merges(std::size_t d, std::size_t next) const {
+    return strides[d] == strides[R - 1] * static_cast<std::ptrdiff_t>(next);
+  }
 };
 
 /// A leaf evaluator that owns the temporary it reads (a materialised
@@ -186,6 +192,7 @@ struct owning_evaluator {
       : tmp(std::move(o.tmp)), ev{tmp.data(), o.ev.strides} {}
   void seek(const std::size_t* idx) { ev.seek(idx); }
   auto operator[](std::size_t j) const { return ev[j]; }
+  bool merges(std::size_t d, std::size_t next) const { return ev.merges(d, next); }
 };
 
 /// Calls f(idx, row) for every innermost row of dst's extents, in row-major
@@ -213,6 +220,56 @@ void for_each_row(const strided<T, R>& dst, F&& f) {
   }
 }
 
+/// An evaluator that can say whether trailing dims merge into one row.
+template <class E>
+concept merging_evaluator = requires(const E& e, std::size_t x) {
+  { e.merges(x, x) } -> std::convertible_to<bool>;
+};
+
+/// dst = src (same element type, src strides in dst's dims, 0 where it is
+/// broadcast), row by row with both row pointers stepped incrementally:
+/// the copies behind tensor assignment, views and a bias fill. row_fn(p)
+/// after each row, as in run_elementwise.
+template <class T, std::size_t R, class RowFn>
+void copy_rows(const strided<T, R>& dst, const T* src, const std::array<std::ptrdiff_t, R>& ss, RowFn& row_fn) {
+  static_assert(R >= 1);
+  const auto& ext = dst.extents;
+  for (std::size_t i = 0; i < R; ++i)
+    if (ext[i] == 0) return;
+  const std::size_t inner = ext[R - 1];
+  const std::ptrdiff_t ds = dst.strides[R - 1], si = ss[R - 1];
+  std::array<std::size_t, R> idx{};
+  T* d = dst.data;
+  const T* s = src;
+  while (true) {
+    T* out = d;
+    const T* in = s;
+    if (ds == 1 && si == 1) {
+      std::copy_n(in, inner, out);
+    } else if (ds == 1 && si == 0) {
+      std::fill_n(out, inner, *in);
+    } else {
+      for (std::size_t j = 0; j < inner; ++j)
+        out[static_cast<std::ptrdiff_t>(j) * ds] = in[static_cast<std::ptrdiff_t>(j) * si];
+    }
+    row_fn(d);
+    std::size_t k = R - 1;
+    while (true) {
+      if (k == 0) return;
+      --k;
+      if (idx[k] + 1 < ext[k]) {
+        ++idx[k];
+        d += dst.strides[k];
+        s += ss[k];
+        break;
+      }
+      d -= static_cast<std::ptrdiff_t>(idx[k]) * dst.strides[k];
+      s -= static_cast<std::ptrdiff_t>(idx[k]) * ss[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 /// A row callback that does nothing.
 struct no_row_fn {
   template <class T>
@@ -223,23 +280,42 @@ struct no_row_fn {
 /// into `dst` (all in the root's dims order). `row_fn(p)` is called after
 /// each innermost row is written, p pointing at its first element, while
 /// the row is still in cache (softmax finishes rows this way).
+///
+/// Without a row callback, trailing dims that every operand and dst walk as
+/// one (a bias (nheads, d_head) over (batch, posn, nheads, d_head) is one
+/// row of nheads * d_head per (batch, posn)) become one longer row, when
+/// every evaluator can tell (`merges`; evaluators that read the index, like
+/// causal_mask's, cannot).
 template <class T, std::size_t R, class Ev, class RowFn = no_row_fn>
-void run_elementwise(const strided<T, R>& dst, Ev& ev, RowFn&& row_fn = {}) {
+void run_elementwise(const strided<T, R>& dst_in, Ev& ev, RowFn&& row_fn = {}) {
   if constexpr (R == 0) {
     ev.seek(nullptr);
-    *dst.data = static_cast<T>(ev[0]);
+    *dst_in.data = static_cast<T>(ev[0]);
   } else {
-    const std::size_t inner = dst.extents[R - 1];
-    const std::ptrdiff_t ds = dst.strides[R - 1];
-    for_each_row(dst, [&](const std::size_t* idx, T* out) {
-      ev.seek(idx);
-      if (ds == 1) {
-        for (std::size_t j = 0; j < inner; ++j) out[j] = static_cast<T>(ev[j]);
-      } else {
-        for (std::size_t j = 0; j < inner; ++j) out[static_cast<std::ptrdiff_t>(j) * ds] = static_cast<T>(ev[j]);
+    strided<T, R> dst = dst_in;
+    if constexpr (std::is_same_v<std::remove_cvref_t<RowFn>, no_row_fn> && merging_evaluator<Ev>) {
+      for (std::size_t d = R - 1; d-- > 0;) {
+        const std::size_t next = dst.extents[R - 1];
+        if (dst.strides[d] != dst.strides[R - 1] * static_cast<std::ptrdiff_t>(next) || !ev.merges(d, next)) break;
+        dst.extents[R - 1] *= dst.extents[d];
+        dst.extents[d] = dst.extents[d] == 0 ? 0 : 1;
       }
-      row_fn(out);
-    });
+    }
+    if constexpr (std::is_same_v<Ev, leaf_evaluator<T, R>>) {
+      copy_rows(dst, ev.data, ev.strides, row_fn);
+    } else {
+      const std::size_t inner = dst.extents[R - 1];
+      const std::ptrdiff_t ds = dst.strides[R - 1];
+      for_each_row(dst, [&](const std::size_t* idx, T* out) {
+        ev.seek(idx);
+        if (ds == 1) {
+          for (std::size_t j = 0; j < inner; ++j) out[j] = static_cast<T>(ev[j]);
+        } else {
+          for (std::size_t j = 0; j < inner; ++j) out[static_cast<std::ptrdiff_t>(j) * ds] = static_cast<T>(ev[j]);
+        }
+        row_fn(out);
+      });
+    }
   }
 }
 

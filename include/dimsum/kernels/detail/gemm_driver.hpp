@@ -132,34 +132,50 @@ void pack_b_block(const gemm_problem<T>& p, const T* b, std::size_t jc, std::siz
   }
 }
 
+/// Below this many columns per block (a few micro-panels of B), an A whose
+/// K is contiguous is read in place: each A micro-panel would be reused only
+/// a few times, so packing it costs more than it saves (BLIS's "sup" idea).
+template <class Blk>
+inline constexpr std::size_t unpacked_a_max_cols = 4 * Blk::nr;
+
 /// C[m0:m1, jc:jc+nc] (+)= A[m0:m1, pc:pc+kc] * packed B block: packs A one
-/// MC block at a time into packed_a and runs the micro-kernel over it.
+/// MC block at a time into packed_a (or reads it in place, above) and runs
+/// the micro-kernel over it.
 template <class T, class Arch, class Blk>
 void multiply_rows(const gemm_problem<T>& p, const T* a, T* c, std::size_t jc, std::size_t nc,
                    std::size_t pc, std::size_t kc, const T* packed_b, std::size_t m0,
                    std::size_t m1, std::size_t mc_blk, T* packed_a) {
   constexpr std::size_t MR = Blk::mr, NR = Blk::nr;
   using kernel = micro_kernel<T, Arch, MR, NR>;
-  std::ptrdiff_t k_off[Blk::kc], row_a[MR], row_c[Blk::mc], col_c[NR];
+  std::ptrdiff_t k_off[Blk::kc], row_a[Blk::mc], row_c[Blk::mc], col_c[NR];
   fill_offsets(p.k, p.k.stride_a, pc, kc, k_off);
+  const bool a_in_place = p.a_k_unit && nc <= unpacked_a_max_cols<Blk>;
   // Later K blocks accumulate onto what the first one wrote.
   const T beta = pc == 0 ? p.beta : T(1);
   for (std::size_t ic = m0; ic < m1; ic += mc_blk) {
     const std::size_t mc = std::min(mc_blk, m1 - ic);
-    for (std::size_t ir = 0; ir < mc; ir += MR) {
-      const std::size_t mr = std::min(MR, mc - ir);
-      fill_offsets(p.m, p.m.stride_a, ic + ir, mr, row_a);
-      pack_panel<MR>(packed_a + ir * kc, a, k_off, kc, row_a, mr, p.a_m_unit || consecutive(row_a, mr), p.a_k_unit);
-    }
+    fill_offsets(p.m, p.m.stride_a, ic, mc, row_a);
+    if (!a_in_place)
+      for (std::size_t ir = 0; ir < mc; ir += MR) {
+        const std::size_t mr = std::min(MR, mc - ir);
+        pack_panel<MR>(packed_a + ir * kc, a, k_off, kc, row_a + ir, mr,
+                       p.a_m_unit || consecutive(row_a + ir, mr), p.a_k_unit);
+      }
     fill_offsets(p.m, p.m.stride_c, ic, mc, row_c);
     for (std::size_t jr = 0; jr < nc; jr += NR) {
       const std::size_t nr = std::min(NR, nc - jr);
       fill_offsets(p.n, p.n.stride_c, jc + jr, nr, col_c);
       const bool cols_unit = p.c_n_unit || consecutive(col_c, nr);
       for (std::size_t ir = 0; ir < mc; ir += MR) {
-        const tile_target<T> t{c,  row_c + ir, col_c,      std::min(MR, mc - ir),
-                               nr, cols_unit,  p.alpha,    beta};
-        kernel::run(kc, packed_a + ir * kc, packed_b + jr * kc, t);
+        const std::size_t mr = std::min(MR, mc - ir);
+        const tile_target<T> t{c, row_c + ir, col_c, mr, nr, cols_unit, p.alpha, beta};
+        if (a_in_place) {
+          rows_a<T, MR> rows;  // rows past mr repeat the first (not stored)
+          for (std::size_t i = 0; i < MR; ++i) rows.row[i] = a + row_a[ir + (i < mr ? i : 0)] + k_off[0];
+          kernel::run_with(kc, rows, packed_b + jr * kc, t);
+        } else {
+          kernel::run(kc, packed_a + ir * kc, packed_b + jr * kc, t);
+        }
       }
     }
   }

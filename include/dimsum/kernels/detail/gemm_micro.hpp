@@ -6,6 +6,7 @@
 /// maps to xsimd batches for a SIMD arch and to plain scalars for
 /// `scalar_arch`, so every path shares the same loop structure.
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -80,8 +81,24 @@ struct tile_target {
   T alpha, beta;  // beta == 0: C is not read
 };
 
-/// The MR x NR micro-kernel. Packed A: for each k, MR consecutive values (one
-/// per tile row); packed B: for each k, NR consecutive values. Both panels are
+/// Where the micro-kernel reads A. `packed_a`: a packed panel, for each k MR
+/// consecutive values (one per tile row). `rows_a`: A unpacked, row i of the
+/// tile at `row[i]` with unit stride along k (row-major A with K innermost;
+/// small problems skip packing this way). Both give the same values in the
+/// same order, so the results are bit-identical.
+template <class T, std::size_t MR>
+struct packed_a {
+  const T* p;
+  static constexpr bool is_packed = true;
+};
+template <class T, std::size_t MR>
+struct rows_a {
+  const T* row[MR];
+  static constexpr bool is_packed = false;
+};
+
+/// The MR x NR micro-kernel over kc rank-1 updates: A from `packed_a` or
+/// `rows_a`; packed B, for each k NR consecutive values. Packed panels are
 /// padded with zeros to full MR / NR and are `scratch_alignment` aligned.
 template <class T, class Arch, std::size_t MR, std::size_t NR>
 struct micro_kernel {
@@ -93,42 +110,87 @@ struct micro_kernel {
 
   static void run(std::size_t kc, const T* __restrict pa, const T* __restrict pb,
                   const tile_target<T>& t) noexcept {
-    const bool direct = t.cols_unit && t.rows == MR && t.cols == NR;
+    run_with(kc, packed_a<T, MR>{pa}, pb, t);
+  }
+
+  /// A tile at most one vector wide (an edge of N) runs on one vector
+  /// column, which halves its work; the arithmetic per element is the same.
+  template <class A>
+  static void run_with(std::size_t kc, const A& a, const T* __restrict pb, const tile_target<T>& t) noexcept {
+    if constexpr (nv > 1) {
+      if (t.cols <= width) return run_cols<1>(kc, a, pb, t);
+    }
+    run_cols<nv>(kc, a, pb, t);
+  }
+
+  /// The tile on the first NV of the nv vector columns.
+  template <std::size_t NV, class A>
+  static void run_cols(std::size_t kc, const A& a, const T* __restrict pb, const tile_target<T>& t) noexcept {
+    const bool direct = t.cols_unit && t.rows == MR && t.cols == NV * width;
     if (direct) {
       // The tile is written right after the loop; start fetching it now.
       unrolled<MR>([&](auto i) {
         const T* row = t.c + t.row_offset[i] + t.col_offset[0];
         __builtin_prefetch(row, 1, 3);
-        __builtin_prefetch(row + NR - 1, 1, 3);
+        __builtin_prefetch(row + NV * width - 1, 1, 3);
       });
     }
 
-    vec acc[MR][nv];
-    unrolled<MR>([&](auto i) { unrolled<nv>([&](auto v) { acc[i][v] = ops::zero(); }); });
-    // Unrolled by 4 to cut loop overhead; the A panel is prefetched 16 steps
-    // ahead because with a deep KC the panels stream from L2, not L1.
+    // An edge tile goes through a local tile. C is gathered into it before
+    // the loop: gathered right before the vector loads below, its scalar
+    // stores would still be in flight and stall them (store forwarding).
+    const bool read_c = t.beta != T(0);
+    alignas(64) T tile[MR * NR];
+    if (!direct && read_c) {
+      unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { ops::store(tile + i * NR + v * width, ops::zero()); }); });
+      for (std::size_t i = 0; i < t.rows; ++i) {
+        T* dst = tile + i * NR;
+        if (t.cols_unit)
+          std::copy_n(t.c + t.row_offset[i] + t.col_offset[0], t.cols, dst);
+        else
+          for (std::size_t j = 0; j < t.cols; ++j) dst[j] = t.c[t.row_offset[i] + t.col_offset[j]];
+      }
+    }
+
+    vec acc[MR][NV];
+    unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { acc[i][v] = ops::zero(); }); });
+    if constexpr (A::is_packed) {
+      const T* __restrict pa = a.p;
+      // Unrolled by 4 to cut loop overhead; the A panel is prefetched 16
+      // steps ahead because with a deep KC the panels stream from L2, not L1.
 #pragma GCC unroll 4
-    for (std::size_t p = 0; p < kc; ++p) {
-      if constexpr (width > 1) __builtin_prefetch(pa + 16 * MR, 0, 3);
-      vec bv[nv];
-      unrolled<nv>([&](auto v) { bv[v] = ops::load(pb + v * width); });
-      unrolled<MR>([&](auto i) {
-        const vec ai = ops::broadcast(pa[i]);
-        unrolled<nv>([&](auto v) { acc[i][v] = ops::fma(ai, bv[v], acc[i][v]); });
-      });
-      pa += MR;
-      pb += NR;
+      for (std::size_t p = 0; p < kc; ++p) {
+        if constexpr (width > 1) __builtin_prefetch(pa + 16 * MR, 0, 3);
+        vec bv[NV];
+        unrolled<NV>([&](auto v) { bv[v] = ops::load(pb + v * width); });
+        unrolled<MR>([&](auto i) {
+          const vec ai = ops::broadcast(pa[i]);
+          unrolled<NV>([&](auto v) { acc[i][v] = ops::fma(ai, bv[v], acc[i][v]); });
+        });
+        pa += MR;
+        pb += NR;
+      }
+    } else {
+#pragma GCC unroll 4
+      for (std::size_t p = 0; p < kc; ++p) {
+        vec bv[NV];
+        unrolled<NV>([&](auto v) { bv[v] = ops::load(pb + v * width); });
+        unrolled<MR>([&](auto i) {
+          const vec ai = ops::broadcast(a.row[i][p]);
+          unrolled<NV>([&](auto v) { acc[i][v] = ops::fma(ai, bv[v], acc[i][v]); });
+        });
+        pb += NR;
+      }
     }
 
     const vec alpha = ops::broadcast(t.alpha);
     const vec beta = ops::broadcast(t.beta);
-    const bool read_c = t.beta != T(0);
     // Both store paths do the same arithmetic per element, so a result does
     // not depend on whether its tile was an edge tile (or on thread count).
     if (direct) {
       unrolled<MR>([&](auto i) {
         T* row = t.c + t.row_offset[i] + t.col_offset[0];
-        unrolled<nv>([&](auto v) {
+        unrolled<NV>([&](auto v) {
           T* p = row + v * width;
           ops::storeu(p, read_c ? ops::fma(alpha, acc[i][v], beta * ops::loadu(p))
                                 : alpha * acc[i][v]);
@@ -136,24 +198,21 @@ struct micro_kernel {
       });
       return;
     }
-    alignas(64) T tile[MR * NR];
-    if (read_c) {
-      for (std::size_t i = 0; i < MR; ++i)
-        for (std::size_t j = 0; j < NR; ++j)
-          tile[i * NR + j] = (i < t.rows && j < t.cols)
-                                 ? t.c[t.row_offset[i] + t.col_offset[j]]
-                                 : T(0);
-    }
     unrolled<MR>([&](auto i) {
-      unrolled<nv>([&](auto v) {
+      unrolled<NV>([&](auto v) {
         T* p = tile + i * NR + v * width;
         ops::store(p, read_c ? ops::fma(alpha, acc[i][v], beta * ops::load(p))
                              : alpha * acc[i][v]);
       });
     });
-    for (std::size_t i = 0; i < t.rows; ++i)
-      for (std::size_t j = 0; j < t.cols; ++j)
-        t.c[t.row_offset[i] + t.col_offset[j]] = tile[i * NR + j];
+    for (std::size_t i = 0; i < t.rows; ++i) {
+      if (t.cols_unit) {
+        T* dst = t.c + t.row_offset[i] + t.col_offset[0];
+        for (std::size_t j = 0; j < t.cols; ++j) dst[j] = tile[i * NR + j];
+      } else {
+        for (std::size_t j = 0; j < t.cols; ++j) t.c[t.row_offset[i] + t.col_offset[j]] = tile[i * NR + j];
+      }
+    }
   }
 };
 
