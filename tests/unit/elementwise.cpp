@@ -145,3 +145,64 @@ TEST_CASE("elementwise: lvalue operands are held by reference, rvalues moved in"
   auto owned = tensor<float, posn>::full(3.0f, posn{2}) * 2.0f;  // the temporary lives in the node
   CHECK(eval(owned)(posn{1}) == 6.0f);
 }
+
+TEST_CASE("elementwise: copies through views and broadcasts, with rows that merge and rows that do not",
+          "[elementwise]") {
+  // Trailing dims that dst and every operand walk as one run as one row;
+  // a slice (padded rows), a permuted source, a broadcast along an inner
+  // dim and an index-reading mask must not merge. Values against loops.
+  q_t q(batch{2}, posn{5}, nheads{3}, d_head{4});
+  test::fill_pattern(q);
+  auto at = [&](std::size_t i, std::size_t p, std::size_t h, std::size_t d) {
+    return q(batch{i}, posn{p}, nheads{h}, d_head{d});
+  };
+  SECTION("a whole tensor, and a bias over (nheads, d_head) through an element-wise node, merge") {
+    b_t b(nheads{3}, d_head{4});
+    test::fill_pattern(b, 0.7, 0.1);
+    q_t copy = q;
+    q_t biased(batch{2}, posn{5}, nheads{3}, d_head{4});
+    biased = b + 0.0f * q;  // b broadcast over batch and posn, through an element-wise node
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t p = 0; p < 5; ++p)
+        for (std::size_t h = 0; h < 3; ++h)
+          for (std::size_t d = 0; d < 4; ++d) {
+            CHECK(copy(batch{i}, posn{p}, nheads{h}, d_head{d}) == at(i, p, h, d));
+            CHECK(biased(batch{i}, posn{p}, nheads{h}, d_head{d}) == b(nheads{h}, d_head{d}));
+          }
+  }
+  SECTION("a slice along posn and along d_head: rows with gaps") {
+    q_t s1 = slice<posn>(q, 1, 4);
+    q_t s2 = slice<d_head>(q, 1, 3);
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t h = 0; h < 3; ++h) {
+        for (std::size_t p = 0; p < 3; ++p)
+          for (std::size_t d = 0; d < 4; ++d)
+            CHECK(s1(batch{i}, posn{p}, nheads{h}, d_head{d}) == at(i, p + 1, h, d));
+        for (std::size_t p = 0; p < 5; ++p)
+          for (std::size_t d = 0; d < 2; ++d)
+            CHECK(s2(batch{i}, posn{p}, nheads{h}, d_head{d}) == at(i, p, h, d + 1));
+      }
+  }
+  SECTION("a source in another dim order, and a broadcast along the innermost dim") {
+    tensor<float, d_head, nheads, posn, batch> t = q;  // permuted copy
+    tensor<float, batch, posn, nheads> w(batch{2}, posn{5}, nheads{3});
+    test::fill_pattern(w, 0.3, 0.2);
+    q_t back = t;
+    q_t spread = w + 0.0f * q;  // w constant along d_head
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t p = 0; p < 5; ++p)
+        for (std::size_t h = 0; h < 3; ++h)
+          for (std::size_t d = 0; d < 4; ++d) {
+            CHECK(t(batch{i}, posn{p}, nheads{h}, d_head{d}) == at(i, p, h, d));
+            CHECK(back(batch{i}, posn{p}, nheads{h}, d_head{d}) == at(i, p, h, d));
+            CHECK(spread(batch{i}, posn{p}, nheads{h}, d_head{d}) == w(batch{i}, posn{p}, nheads{h}));
+          }
+  }
+  SECTION("a causal mask reads the index: its rows never merge") {
+    tensor<float, posn, d_head> sq(posn{4}, d_head{4});
+    test::fill_pattern(sq);
+    tensor<float, posn, d_head> m = causal_mask<posn, d_head>(sq, -1.0f);
+    for (std::size_t p = 0; p < 4; ++p)
+      for (std::size_t d = 0; d < 4; ++d) CHECK(m(posn{p}, d_head{d}) == (d > p ? -1.0f : sq(posn{p}, d_head{d})));
+  }
+}

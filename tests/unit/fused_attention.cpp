@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -426,5 +427,73 @@ TEMPLATE_TEST_CASE("kernels/attention: every arch path matches the loops", "[fus
       // The padding past each output row is untouched.
       for (std::size_t r = 0; r < sz.b * sz.nq; ++r) CHECK(out[r * std::size_t(out_row) + sz.dv] == T(-7));
     }
+  });
+}
+
+TEMPLATE_TEST_CASE("kernels/attention: Q, V and out with a non-unit inner stride, and a boolean mask, on every arch",
+                   "[fused][kernels]", float, double) {
+  // Q and V transposed within each batch index (d and c outermost), out
+  // column-major: Q is packed rather than read in place, V gathered
+  // element by element, and the output stored through its stride. The mask
+  // hides every third key; lengths are not multiples of any vector width.
+  using T = TestType;
+  const sizes sz{2, 1, 29, 45, 7, 5};
+  const inputs<T> in(sz, 23);
+  std::vector<T> qt(sz.b * sz.d * sz.nq), vt(sz.b * sz.dv * sz.nk);
+  for (std::size_t b = 0; b < sz.b; ++b) {
+    for (std::size_t i = 0; i < sz.nq; ++i)
+      for (std::size_t d = 0; d < sz.d; ++d)
+        qt[(b * sz.d + d) * sz.nq + i] = in.q.data()[(b * sz.nq + i) * sz.d + d];
+    for (std::size_t j = 0; j < sz.nk; ++j)
+      for (std::size_t c = 0; c < sz.dv; ++c)
+        vt[(b * sz.dv + c) * sz.nk + j] = in.v.data()[(b * sz.nk + j) * sz.dv + c];
+  }
+  std::unique_ptr<bool[]> mask(new bool[sz.nq * sz.nk]);
+  for (std::size_t i = 0; i < sz.nq; ++i)
+    for (std::size_t j = 0; j < sz.nk; ++j) mask[i * sz.nk + j] = j % 3 == 1;
+  kernels::attention_args<T> a;
+  a.q = qt.data();
+  a.k = in.k.data();
+  a.v = vt.data();
+  a.nq = sz.nq;
+  a.nk = sz.nk;
+  a.dk = sz.d;
+  a.dv = sz.dv;
+  a.q_row = 1;
+  a.q_col = std::ptrdiff_t(sz.nq);
+  a.k_row = std::ptrdiff_t(sz.d);
+  a.k_col = 1;
+  a.v_row = 1;
+  a.v_col = std::ptrdiff_t(sz.nk);
+  a.out_row = 1;
+  a.out_col = std::ptrdiff_t(sz.nq);
+  a.batch_rank = 1;
+  a.batch_extents[0] = sz.b;
+  a.q_batch[0] = std::ptrdiff_t(sz.nq * sz.d);
+  a.k_batch[0] = std::ptrdiff_t(sz.nk * sz.d);
+  a.v_batch[0] = std::ptrdiff_t(sz.nk * sz.dv);
+  a.out_batch[0] = std::ptrdiff_t(sz.nq * sz.dv);
+  a.n_stages = 2;
+  a.stages[0].op = kernels::score_op::multiply;
+  a.stages[0].value = T(0.5);
+  a.stages[1].op = kernels::score_op::mask;
+  a.stages[1].value = T(-2);
+  a.stages[1].mask = mask.get();
+  a.stages[1].mask_row = std::ptrdiff_t(sz.nk);
+  a.stages[1].mask_col = 1;  // mask_batch stays 0: one mask for every batch index
+  const auto ref =
+      in.ref([](double x, auto, auto, auto, auto j) { return j % 3 == 1 ? -2.0 : x * 0.5; });
+  test::for_each_arch([&](auto arch) {
+    using Arch = decltype(arch);
+    INFO("arch " << Arch::name());
+    std::vector<T> out(sz.b * sz.nq * sz.dv, T(-7));
+    a.out = out.data();
+    kernels::attention_on<Arch>(a);
+    std::vector<double> got(out.size());  // back to (b, i, c)
+    for (std::size_t b = 0; b < sz.b; ++b)
+      for (std::size_t i = 0; i < sz.nq; ++i)
+        for (std::size_t c = 0; c < sz.dv; ++c)
+          got[(b * sz.nq + i) * sz.dv + c] = double(out[(b * sz.dv + c) * sz.nq + i]);
+    CHECK(mismatches(got, ref, 1e-5, 1e-4) == 0);
   });
 }

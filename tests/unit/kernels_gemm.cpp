@@ -292,6 +292,11 @@ TEMPLATE_TEST_CASE("kernels/gemm: row-major matrix products of odd sizes match t
   sizes.push_back({12, 32, 1});
   sizes.push_back({131, 67, 259});
   sizes.push_back({250, 45, 300});
+  // N edges of exactly one and of three vectors (AVX2 floats), past four
+  // B panels (A packed, not read in place).
+  sizes.push_back({13, 8, 9});
+  sizes.push_back({13, 24, 9});
+  sizes.push_back({13, 70, 9});
   for_each_arch([&](auto arch) {
     using Arch = decltype(arch);
     for (auto [m, n, k] : sizes) {
@@ -512,6 +517,41 @@ TEMPLATE_TEST_CASE("kernels/gemm: results are bit-identical on 1 and 2 threads",
                         one.c.data.size() * sizeof(TestType)) == 0);
     }
   }
+}
+
+TEMPLATE_TEST_CASE("kernels/gemm: A read in place and A packed give bit-identical results",
+                   "[kernels][gemm]", float, double) {
+  // A K-contiguous A is read in place when a column block has at most four
+  // B micro-panels, and packed otherwise. The same problem under blockings
+  // with narrow and wide column blocks takes each path once N is past four
+  // panels (the last two N; the first two run in place under both), on
+  // every arch, with edge tiles in M and N (narrow ones of at most one
+  // vector among them) and beta != 0.
+  namespace kd = dimsum::kernels::detail;
+  thread_count_guard one(1);
+  for_each_arch([&](auto arch) {
+    using Arch = decltype(arch);
+    constexpr std::size_t w = kd::simd_ops<TestType, Arch>::width;
+    using narrow = kd::gemm_blocking<4, 2 * w, 8, 16, 4 * w>;   // every block in place
+    using wide = kd::gemm_blocking<4, 2 * w, 8, 16, 16 * w>;    // 8 panels per block: packed
+    STATIC_REQUIRE(narrow::nc <= kd::unpacked_a_max_cols<narrow>);
+    STATIC_REQUIRE(wide::nc > kd::unpacked_a_max_cols<wide>);
+    for (std::size_t n : {w, 3 * w, 11 * w + 1, 11 * w + w / 2 + 1}) {
+      INFO("arch " << Arch::name() << ", N=" << n);
+      problem_options o;
+      o.alpha = 1.5;
+      o.beta = 0.5;
+      o.seed = static_cast<unsigned>(n);
+      auto in_place = make_problem<TestType>(mnk(23, n, 37), o);
+      auto packed = in_place;
+      kd::contract_blocked<TestType, Arch, narrow>(in_place.args());
+      kd::contract_blocked<TestType, Arch, wide>(packed.args());
+      CHECK(mismatches(in_place) == 0);
+      CHECK(mismatches(packed) == 0);
+      CHECK(std::memcmp(in_place.c.data.data(), packed.c.data.data(),
+                        in_place.c.data.size() * sizeof(TestType)) == 0);
+    }
+  });
 }
 
 TEMPLATE_TEST_CASE("kernels/gemm: contract runs best_gemm_arch", "[kernels][gemm]", float,
