@@ -554,6 +554,72 @@ TEMPLATE_TEST_CASE("kernels/gemm: A read in place and A packed give bit-identica
   });
 }
 
+TEMPLATE_TEST_CASE("kernels/gemm: a bias along N is added in the store, as accumulating onto it would",
+                   "[kernels][gemm]", float, double) {
+  // C = alpha A B + beta C + bias[n], the bias laid out on its own (N dims
+  // permuted, padded, reversed) so its dims merge differently from C's.
+  // With beta == 0 the result is bit-identical to writing the bias into C
+  // and accumulating (beta == 1). Multi-dim and narrow N, several K blocks
+  // (tiny blocking), an empty K (C = bias), on every arch.
+  namespace kd = dimsum::kernels::detail;
+  thread_count_guard one(1);
+  const std::vector<shape> shapes{shape{{{2}, {7}, {3, 5}, {9}}}, mnk(13, 4, 20), mnk(5, 40, 3),
+                                  shape{{{}, {6}, {2, 3}, {0}}}};
+  for_each_arch([&](auto arch) {
+    using Arch = decltype(arch);
+    constexpr std::size_t w = kd::simd_ops<TestType, Arch>::width;
+    using tiny = kd::gemm_blocking<3, 2 * w, 6, 5, 4 * w>;
+    for (const shape& s : shapes)
+      for (double beta : {0.0, 0.5})
+        for (bool tiny_blocks : {false, true}) {
+          INFO("arch " << Arch::name() << ", shape #" << (&s - shapes.data()) << ", beta " << beta
+                       << (tiny_blocks ? ", tiny blocks" : ""));
+          problem_options o;
+          o.alpha = 1.25;
+          o.beta = beta;
+          o.lc.pad = true;
+          o.seed = static_cast<unsigned>(7 + (&s - shapes.data()));
+          auto with_bias = make_problem<TestType>(s, o);
+          std::mt19937 rng(99);
+          layout_options lbias;
+          lbias.permute = lbias.pad = lbias.reverse = true;
+          auto bias = make_operand<TestType>(s, {n_role}, lbias, rng, TestType(0));
+          const std::size_t nn = group_size(s[n_role]);
+          std::uniform_real_distribution<double> u(-2.0, 2.0);
+          for (std::size_t j = 0; j < nn; ++j) bias.origin()[bias.offset(s, n_role, j)] = static_cast<TestType>(u(rng));
+          auto prefilled = with_bias;
+          const std::size_t nb = group_size(s[batch_role]), nm = group_size(s[m_role]);
+          for (std::size_t bi = 0; bi < nb; ++bi)
+            for (std::size_t i = 0; i < nm; ++i)
+              for (std::size_t j = 0; j < nn; ++j) {
+                const TestType bj = bias.origin()[bias.offset(s, n_role, j)];
+                const std::ptrdiff_t at = with_bias.c.base + with_bias.c.offset(s, batch_role, bi) +
+                                          with_bias.c.offset(s, m_role, i) + with_bias.c.offset(s, n_role, j);
+                const auto e = static_cast<std::size_t>(at);
+                with_bias.expected[e] += double(bj);
+                with_bias.bound[e] += 4 * std::fabs(double(bj)) * double(std::numeric_limits<TestType>::epsilon());
+                prefilled.c.data[e] = bj;
+              }
+          auto args = with_bias.args();
+          args.bias = bias.origin();
+          for (std::size_t d = 0; d < s[n_role].size(); ++d) args.bias_n[d] = bias.stride[n_role][d];
+          auto pre = prefilled.args();
+          pre.beta = 1;
+          if (tiny_blocks) {
+            kd::contract_blocked<TestType, Arch, tiny>(args);
+            kd::contract_blocked<TestType, Arch, tiny>(pre);
+          } else {
+            dk::contract_on<Arch>(args);
+            dk::contract_on<Arch>(pre);
+          }
+          CHECK(mismatches(with_bias) == 0);
+          if (beta == 0.0)
+            CHECK(std::memcmp(with_bias.c.data.data(), prefilled.c.data.data(),
+                              with_bias.c.data.size() * sizeof(TestType)) == 0);
+        }
+  });
+}
+
 TEMPLATE_TEST_CASE("kernels/gemm: contract runs best_gemm_arch", "[kernels][gemm]", float,
                    double) {
   STATIC_REQUIRE(dk::best_gemm_arch::supported());

@@ -307,7 +307,7 @@ struct attention_kernel {
     constexpr T ninf = -std::numeric_limits<T>::infinity();
     const T m_new = std::max(m, row_max<T, Arch>(row, n));
     const T ref = m_new == ninf ? T(0) : m_new;  // no -inf - -inf: masked entries give 0
-    const T alpha = std::exp(m - ref);
+    const T alpha = m == ninf ? T(0) : std::exp(m - ref);  // the first key tile: nothing to rescale
     l = l * alpha + exp_shifted_sum<T, Arch>(row, n, ref);
     m = m_new;
     return alpha;

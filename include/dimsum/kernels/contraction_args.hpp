@@ -30,11 +30,16 @@ struct dim_group {
   }
 };
 
-/// `C[b,m,n] = alpha * sum_k A[b,m,k] * B[b,k,n] + beta * C[b,m,n]`, where
-/// b, m, n, k are the flat indices of the four groups. `beta == 0` means C is
-/// write-only: it is never read, so NaNs already in C do not leak. An empty
-/// K group (rank 0) is a single k: an outer product. Distinct (b, m, n) must
-/// address distinct elements of C, and C must not overlap A or B.
+/// `C[b,m,n] = alpha * sum_k A[b,m,k] * B[b,k,n] + beta * C[b,m,n] + bias[n]`,
+/// where b, m, n, k are the flat indices of the four groups. `beta == 0`
+/// means C is write-only: it is never read, so NaNs already in C do not
+/// leak. An empty K group (rank 0) is a single k: an outer product. Distinct
+/// (b, m, n) must address distinct elements of C, and C must not overlap A
+/// or B. `bias` (optional) varies along N only: `bias_n` holds its strides
+/// along the N group's dims. It is added in the micro-kernel's store, as
+/// `fma(alpha, acc, beta * C + bias)` (with beta == 0: `fma(alpha, acc,
+/// bias)`), the same arithmetic as writing the bias into C first and
+/// accumulating with beta == 1, without that extra pass over C.
 template <class T>
 struct contraction_args {
   const T* a = nullptr;
@@ -42,6 +47,8 @@ struct contraction_args {
   T* c = nullptr;
   dim_group batch, m, n, k;
   T alpha = 1, beta = 0;
+  const T* bias = nullptr;
+  std::array<std::ptrdiff_t, max_group_rank> bias_n{};
 };
 
 }  // namespace dimsum::kernels

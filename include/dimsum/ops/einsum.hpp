@@ -137,6 +137,22 @@ class einsum_expr : public expression_tag {
       std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)..., value_type(1)); }, ops_);
   }
 
+  /// dst = this contraction + bias, the bias added in the GEMM kernel's
+  /// store (the same arithmetic as `accumulate_to` onto the written bias,
+  /// one pass fewer over dst). `bias_strides` are in this expression's dims
+  /// order, 0 where the bias is broadcast. Returns false, doing nothing,
+  /// unless the bias varies along N dims only (an addmm-style bias).
+  bool eval_with_bias(const strided<value_type, rank>& dst, const value_type* bias,
+                      const std::array<std::ptrdiff_t, rank>& bias_strides) const
+    requires(uses_gemm && !uses_fused_attention)
+  {
+    for (std::size_t l = 0; l < rank; ++l)
+      if (plan_type::roles[l] != plan::role::n && bias_strides[l] != 0 && label_extents_[l] != 1) return false;
+    std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)..., value_type(0), bias, &bias_strides); },
+               ops_);
+    return true;
+  }
+
  private:
   bool has_empty_label() const {
     for (auto e : label_extents_)
@@ -157,9 +173,11 @@ class einsum_expr : public expression_tag {
   // adds to what dst holds.
   template <class MA, class MB>
   void contract_gemm(const strided<value_type, rank>& dst, const MA& a, const MB& b,
-                     value_type beta = value_type(0)) const {
+                     value_type beta = value_type(0), const value_type* bias = nullptr,
+                     const std::array<std::ptrdiff_t, rank>* bias_strides = nullptr) const {
     kernels::contraction_args<value_type> args;
     args.beta = beta;
+    args.bias = bias;
     args.a = a.data();
     args.b = b.data();
     args.c = dst.data;
@@ -178,6 +196,7 @@ class einsum_expr : public expression_tag {
         case plan::role::k: g = &args.k; break;
         default: break;  // excluded by uses_gemm
       }
+      if (bias && g == &args.n) args.bias_n[g->rank] = (*bias_strides)[l];  // N labels are output labels
       g->extents[g->rank] = label_extents_[l];
       g->stride_a[g->rank] = stride_a;
       g->stride_b[g->rank] = stride_b;

@@ -128,8 +128,15 @@ class elementwise_expr : public expression_tag {
   void eval_to(const strided<value_type, rank>& dst) const {
     if constexpr (accumulates_bias) {
       auto bias = std::get<1>(args_).template evaluator<dims>();
+      const auto& product = std::get<0>(args_);
+      // A bias tensor that varies along the contraction's N dims only is
+      // added by the GEMM kernel as it stores (addmm); any other bias is
+      // written first and the product accumulated onto it.
+      if constexpr (std::is_same_v<decltype(bias), detail::leaf_evaluator<value_type, rank>>) {
+        if (product.eval_with_bias(dst, bias.data, bias.strides)) return;
+      }
       detail::run_elementwise(dst, bias);
-      std::get<0>(args_).accumulate_to(dst);  // nothing to add when a summed dim is empty
+      product.accumulate_to(dst);  // nothing to add when a summed dim is empty
     } else {
       auto ev = evaluator<dims>();
       detail::run_elementwise(dst, ev);

@@ -91,6 +91,7 @@ struct gemm_problem {
   std::size_t nm, nn, nk;
   T alpha, beta;
   bool a_m_unit, a_k_unit, b_k_unit, b_n_unit, c_n_unit;
+  const T* bias;  // its strides along N are in n.stride_a (A has no N dims)
 };
 
 constexpr std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
@@ -147,7 +148,9 @@ void multiply_rows(const gemm_problem<T>& p, const T* a, T* c, std::size_t jc, s
                    std::size_t m1, std::size_t mc_blk, T* packed_a) {
   constexpr std::size_t MR = Blk::mr, NR = Blk::nr;
   using kernel = micro_kernel<T, Arch, MR, NR>;
-  std::ptrdiff_t k_off[Blk::kc], row_a[Blk::mc], row_c[Blk::mc], col_c[NR];
+  std::ptrdiff_t k_off[Blk::kc], row_a[Blk::mc], row_c[Blk::mc], col_c[NR], bias_off[NR];
+  alignas(scratch_alignment) T bias_panel[NR];
+  const bool add_bias = p.bias != nullptr && pc == 0;  // once, with the first K block
   fill_offsets(p.k, p.k.stride_a, pc, kc, k_off);
   const bool a_in_place = p.a_k_unit && nc <= unpacked_a_max_cols<Blk>;
   // Later K blocks accumulate onto what the first one wrote.
@@ -166,9 +169,14 @@ void multiply_rows(const gemm_problem<T>& p, const T* a, T* c, std::size_t jc, s
       const std::size_t nr = std::min(NR, nc - jr);
       fill_offsets(p.n, p.n.stride_c, jc + jr, nr, col_c);
       const bool cols_unit = p.c_n_unit || consecutive(col_c, nr);
+      if (add_bias) {
+        fill_offsets(p.n, p.n.stride_a, jc + jr, nr, bias_off);
+        for (std::size_t j = 0; j < NR; ++j) bias_panel[j] = j < nr ? p.bias[bias_off[j]] : T(0);
+      }
       for (std::size_t ir = 0; ir < mc; ir += MR) {
         const std::size_t mr = std::min(MR, mc - ir);
-        const tile_target<T> t{c, row_c + ir, col_c, mr, nr, cols_unit, p.alpha, beta};
+        const tile_target<T> t{c,    row_c + ir, col_c, mr, nr, cols_unit, p.alpha, beta,
+                               add_bias ? static_cast<const T*>(bias_panel) : nullptr};
         if (a_in_place) {
           rows_a<T, MR> rows;  // rows past mr repeat the first (not stored)
           for (std::size_t i = 0; i < MR; ++i) rows.row[i] = a + row_a[ir + (i < mr ? i : 0)] + k_off[0];
@@ -216,11 +224,12 @@ void gemm_rectangle(const gemm_problem<T>& p, std::size_t bi, std::size_t m0, st
   }
 }
 
-/// K is empty (an extent is 0): C = beta * C, or 0 when beta == 0.
+/// K is empty (an extent is 0): C = beta * C (0 when beta == 0), plus the
+/// bias when there is one.
 template <class T>
 void scale_c(const gemm_problem<T>& p) {
   constexpr std::size_t chunk = 256;
-  std::ptrdiff_t col[chunk];
+  std::ptrdiff_t col[chunk], bias_off[chunk];
   for (std::size_t bi = 0; bi < p.batch.size(); ++bi) {
     T* cb = p.c + offset_of(p.batch, p.batch.stride_c, bi);
     for (std::size_t i = 0; i < p.nm; ++i) {
@@ -228,8 +237,14 @@ void scale_c(const gemm_problem<T>& p) {
       for (std::size_t j0 = 0; j0 < p.nn; j0 += chunk) {
         const std::size_t len = std::min(chunk, p.nn - j0);
         fill_offsets(p.n, p.n.stride_c, j0, len, col);
-        for (std::size_t j = 0; j < len; ++j)
-          row[col[j]] = p.beta == T(0) ? T(0) : p.beta * row[col[j]];
+        if (p.bias) fill_offsets(p.n, p.n.stride_a, j0, len, bias_off);
+        for (std::size_t j = 0; j < len; ++j) {
+          const T scaled = p.beta == T(0) ? T(0) : p.beta * row[col[j]];
+          if (!p.bias)
+            row[col[j]] = scaled;
+          else
+            row[col[j]] = p.beta == T(0) ? p.bias[bias_off[j]] : scaled + p.bias[bias_off[j]];
+        }
       }
     }
   }
@@ -252,7 +267,16 @@ void contract_blocked(const contraction_args<T>& args) {
   if (nb == 0 || p.nm == 0 || p.nn == 0) return;
   p.batch = canonical_group(args.batch, operand_a | operand_b | operand_c);
   p.m = canonical_group(args.m, operand_a | operand_c);
-  p.n = canonical_group(args.n, operand_b | operand_c);
+  p.bias = args.bias;
+  if (args.bias) {
+    // The bias's N strides ride in the N group's unused A slot, so its dims
+    // merge only where the bias is contiguous too.
+    dim_group n = args.n;
+    n.stride_a = args.bias_n;
+    p.n = canonical_group(n, operand_a | operand_b | operand_c);
+  } else {
+    p.n = canonical_group(args.n, operand_b | operand_c);
+  }
   p.k = canonical_group(args.k, operand_a | operand_b);
   p.alpha = args.alpha;
   p.beta = args.beta;

@@ -78,7 +78,8 @@ struct tile_target {
   const std::ptrdiff_t* col_offset;
   std::size_t rows, cols;
   bool cols_unit;
-  T alpha, beta;  // beta == 0: C is not read
+  T alpha, beta;            // beta == 0: C is not read
+  const T* bias = nullptr;  // NR values added to every row (aligned, zero-padded), or none
 };
 
 /// Where the micro-kernel reads A. `packed_a`: a packed panel, for each k MR
@@ -185,15 +186,22 @@ struct micro_kernel {
 
     const vec alpha = ops::broadcast(t.alpha);
     const vec beta = ops::broadcast(t.beta);
-    // Both store paths do the same arithmetic per element, so a result does
-    // not depend on whether its tile was an edge tile (or on thread count).
+    // alpha * acc + (beta * C + bias), each part only when present. Both
+    // store paths do the same arithmetic per element, so a result does not
+    // depend on whether its tile was an edge tile (or on thread count).
+    auto result = [&](const vec& a, const T* c, auto v) {
+      if (t.bias) {
+        const vec bias = ops::load(t.bias + v * width);
+        return ops::fma(alpha, a, read_c ? beta * ops::loadu(c) + bias : bias);
+      }
+      return read_c ? ops::fma(alpha, a, beta * ops::loadu(c)) : alpha * a;
+    };
     if (direct) {
       unrolled<MR>([&](auto i) {
         T* row = t.c + t.row_offset[i] + t.col_offset[0];
         unrolled<NV>([&](auto v) {
           T* p = row + v * width;
-          ops::storeu(p, read_c ? ops::fma(alpha, acc[i][v], beta * ops::loadu(p))
-                                : alpha * acc[i][v]);
+          ops::storeu(p, result(acc[i][v], p, v));
         });
       });
       return;
@@ -201,8 +209,7 @@ struct micro_kernel {
     unrolled<MR>([&](auto i) {
       unrolled<NV>([&](auto v) {
         T* p = tile + i * NR + v * width;
-        ops::store(p, read_c ? ops::fma(alpha, acc[i][v], beta * ops::load(p))
-                             : alpha * acc[i][v]);
+        ops::store(p, result(acc[i][v], p, v));
       });
     });
     for (std::size_t i = 0; i < t.rows; ++i) {
