@@ -126,14 +126,27 @@ double peak_extra_mib(F&& forward) {
 // "peak_extra_mib=<x>"), then a.reps times, prints "median_ms=<x>", and
 // writes the n floats `output()` points to into a.out_path (raw float32) if
 // one was given. Returns the process exit code.
+/// How long one timed run (a batch of calls) lasts at least.
+inline constexpr double batch_ms = 20.0;
+
 template <class F, class G>
 int time_and_write(const peer_args& a, F&& forward, G&& output, std::size_t n) {
   std::printf("peak_extra_mib=%.1f\n", peak_extra_mib(forward));
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  // A run is a batch of calls lasting about batch_ms (one call when a call
+  // is longer), timed as a whole: the median of single short calls (shape A
+  // takes ~0.1 ms) would be timer and cache noise.
+  const auto t_once = clock::now();
+  forward();
+  const int calls = std::max(1, static_cast<int>(batch_ms / std::max(ms_since(t_once), 1e-3)));
   std::vector<double> times;
   for (int r = 0; r < a.reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    forward();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    const auto t0 = clock::now();
+    for (int c = 0; c < calls; ++c) forward();
+    times.push_back(ms_since(t0) / calls);
   }
   std::sort(times.begin(), times.end());
   std::printf("median_ms=%.4f\n", times[times.size() / 2]);

@@ -179,6 +179,8 @@ struct attention_kernel {
   /// Packs keys [buf.packed_keys, upto) of batch index bi: K into NR-key
   /// panels (kp[panel][d][NR]), V into NR-column panels (vp[panel][j][NR]).
   void pack_kv(buffers& buf, std::size_t bi, std::size_t upto) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
     if (buf.batch != bi) {
       buf.batch = bi;
       buf.packed_keys = 0;
@@ -204,9 +206,10 @@ struct attention_kernel {
       for (std::size_t j = j0; j < j1; ++j) {
         T* dst = buf.vp + (cp * a.nk + j) * NR;
         const T* src = vb + static_cast<std::ptrdiff_t>(j) * a.v_row + static_cast<std::ptrdiff_t>(cp * NR) * a.v_col;
-        // Plain loops: a head is a few dozen values, shorter than a memmove call.
+        // Zero the panel row with whole vectors, then a plain loop: a head
+        // is a few dozen values, shorter than a memmove (or rep stos) start.
+        for (std::size_t x = 0; x < NR; x += W) ops::store(dst + x, ops::zero());
         for (std::size_t x = 0; x < cols; ++x) dst[x] = src[static_cast<std::ptrdiff_t>(x) * a.v_col];
-        for (std::size_t x = cols; x < NR; ++x) dst[x] = T(0);
       }
     }
     buf.packed_keys = j1;
