@@ -244,71 +244,85 @@ struct attention_kernel {
   }
 
   /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 + n).
-  /// row[j] = value for from <= j < n_vec, with whole-vector stores (a
-  /// scalar store followed by a vector load of the same row stalls on
-  /// store forwarding).
-  static void fill_from(T* row, std::size_t n_vec, std::size_t from, T value) noexcept {
+  /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 +
+  /// n), sets the lanes [n, n_vec) (n_vec a whole number of vectors) to
+  /// -inf so the softmax steps need no scalar tails, and returns the row's
+  /// maximum: one pass, each vector loaded and stored once (separate passes
+  /// per stage cost more than the arithmetic on short rows).
+  T prepare_row(T* row, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
+    constexpr T ninf = -std::numeric_limits<T>::infinity();
+    std::size_t from[max_score_stages] = {};  // causal: tile columns from i + 1 - j0 on are masked
+    const bool* mrow[max_score_stages] = {};  // mask: this row's flags from key j0
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      const score_stage<T>& st = a.stages[s];
+      if (st.op == score_op::causal) from[s] = i + 1 > j0 ? std::min(n, i + 1 - j0) : 0;
+      if (st.op == score_op::mask)
+        mrow[s] = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +
+                  static_cast<std::ptrdiff_t>(j0) * st.mask_col;
+    }
+    auto masked = [&](std::size_t s, std::size_t j) {
+      return j < n && mrow[s][static_cast<std::ptrdiff_t>(j) * a.stages[s].mask_col];
+    };
     if constexpr (W > 1) {
       alignas(64) T lane[W];
       for (std::size_t x = 0; x < W; ++x) lane[x] = T(x);
-      const auto iota = ops::load(lane), v = ops::broadcast(value), lim = ops::broadcast(T(from));
-      for (std::size_t j = from / W * W; j < n_vec; j += W) {
-        const auto x = ops::loadu(row + j);
-        ops::storeu(row + j, xsimd::select(iota + ops::broadcast(T(j)) >= lim, v, x));
-      }
-    } else {
-      for (std::size_t j = from; j < n_vec; ++j) row[j] = value;
-    }
-  }
-
-  /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 +
-  /// n), and sets the lanes [n, n_vec) (n_vec a whole number of vectors) to
-  /// -inf, so the softmax steps need no scalar tails.
-  void prepare_row(T* row, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec) const {
-    using ops = simd_ops<T, Arch>;
-    constexpr std::size_t W = ops::width;
-    for (std::size_t s = 0; s < a.n_stages; ++s) {
-      const score_stage<T>& st = a.stages[s];
-      switch (st.op) {
-        case score_op::multiply:
-          scale_row<T, Arch>(row, n_vec, st.value);
-          break;
-        case score_op::divide:
-          scale_row<T, Arch, true>(row, n_vec, st.value);
-          break;
-        case score_op::causal:
-          // keys j > i are masked: tile columns from i + 1 - j0 on.
-          fill_from(row, n_vec, i + 1 > j0 ? std::min(n, i + 1 - j0) : 0, st.value);
-          break;
-        case score_op::mask: {
-          const bool* mr = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +
-                           static_cast<std::ptrdiff_t>(j0) * st.mask_col;
-          if constexpr (W > 1) {
-            const auto v = ops::broadcast(st.value), zero = ops::zero();
-            for (std::size_t j = 0; j < n_vec; j += W) {
+      const auto iota = ops::load(lane), vn = ops::broadcast(T(n)), vninf = ops::broadcast(ninf);
+      auto vm = vninf;
+      for (std::size_t j = 0; j < n_vec; j += W) {
+        auto x = ops::loadu(row + j);
+        const auto col = iota + ops::broadcast(T(j));
+        for (std::size_t s = 0; s < a.n_stages; ++s) {
+          const auto v = ops::broadcast(a.stages[s].value);
+          switch (a.stages[s].op) {
+            case score_op::multiply: x = x * v; break;
+            case score_op::divide: x = x / v; break;
+            case score_op::causal: x = xsimd::select(col >= ops::broadcast(T(from[s])), v, x); break;
+            case score_op::mask: {
               alignas(64) T m[W];
-              for (std::size_t x = 0; x < W; ++x)
-                m[x] = j + x < n && mr[static_cast<std::ptrdiff_t>(j + x) * st.mask_col] ? T(1) : T(0);
-              ops::storeu(row + j, xsimd::select(ops::load(m) != zero, v, ops::loadu(row + j)));
+              for (std::size_t l = 0; l < W; ++l) m[l] = masked(s, j + l) ? T(1) : T(0);
+              x = xsimd::select(ops::load(m) != ops::zero(), v, x);
+              break;
             }
-          } else {
-            for (std::size_t j = 0; j < n; ++j)
-              if (mr[static_cast<std::ptrdiff_t>(j) * st.mask_col]) row[j] = st.value;
           }
-          break;
         }
+        x = xsimd::select(col >= vn, vninf, x);
+        ops::storeu(row + j, x);
+        vm = xsimd::max(vm, x);
       }
+      alignas(64) T tmp[W];
+      ops::store(tmp, vm);
+      T mx = ninf;
+      for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
+      return mx;
+    } else {
+      T mx = ninf;
+      for (std::size_t j = 0; j < n; ++j) {
+        T x = row[j];
+        for (std::size_t s = 0; s < a.n_stages; ++s) {
+          const T v = a.stages[s].value;
+          switch (a.stages[s].op) {
+            case score_op::multiply: x = x * v; break;
+            case score_op::divide: x = x / v; break;
+            case score_op::causal: x = j >= from[s] ? v : x; break;
+            case score_op::mask: x = masked(s, j) ? v : x; break;
+          }
+        }
+        row[j] = x;
+        mx = std::max(mx, x);
+      }
+      for (std::size_t j = n; j < n_vec; ++j) row[j] = ninf;
+      return mx;
     }
-    fill_from(row, n_vec, n, -std::numeric_limits<T>::infinity());
   }
 
-  /// Online softmax step of one row: new max, p = exp(s - ref) in place,
-  /// returns the factor that rescales the row's earlier sum and accumulator.
-  static T online_row(T* row, std::size_t n, T& m, T& l) {
+  /// Online softmax step of one row whose maximum is row_max: p = exp(s -
+  /// ref) in place; returns the factor that rescales the row's earlier sum
+  /// and accumulator.
+  static T online_row(T* row, std::size_t n, T row_max, T& m, T& l) {
     constexpr T ninf = -std::numeric_limits<T>::infinity();
-    const T m_new = std::max(m, row_max<T, Arch>(row, n));
+    const T m_new = std::max(m, row_max);
     const T ref = m_new == ninf ? T(0) : m_new;  // no -inf - -inf: masked entries give 0
     const T alpha = m == ninf ? T(0) : std::exp(m - ref);  // the first key tile: nothing to rescale
     l = l * alpha + exp_shifted_sum<T, Arch>(row, n, ref);
@@ -348,8 +362,8 @@ struct attention_kernel {
       // scalar tails.
       for (std::size_t r = 0; r < rows; ++r) {
         T* row = buf.s + r * BC;
-        prepare_row(row, bi, i0 + r, j0, n, n_vec);
-        const T alpha = online_row(row, n_vec, buf.m[r], buf.l[r]);
+        const T mx = prepare_row(row, bi, i0 + r, j0, n, n_vec);
+        const T alpha = online_row(row, n_vec, mx, buf.m[r], buf.l[r]);
         if (j0 > 0 && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
       }
       // O += P V for the tile, P read from the score rows in place.
