@@ -65,17 +65,23 @@ T exp_shifted_sum(T* row, std::size_t n, T ref) noexcept {
   constexpr std::size_t W = ops::width;
   if constexpr (W > 1) {
     // xsimd's exp converts its argument to integers; for double on AVX2 that
-    // is a scalar cast, undefined for -inf and NaN. So the argument is kept
-    // finite (below -1000 exp is 0 in float and double) and NaN is put
-    // back afterwards, giving exp's own results: 0 for -inf, NaN for NaN.
-    // Tail lanes past the row hold -inf and add 0.
+    // is a scalar cast, undefined for -inf and NaN. So a double argument is
+    // kept finite (below -1000 exp is 0) and NaN is put back afterwards,
+    // giving exp's own results: 0 for -inf, NaN for NaN. For float the
+    // conversion is a vector instruction, defined for every input, and exp
+    // already gives 0 and NaN. Tail lanes past the row hold -inf and add 0.
     const auto vr = ops::broadcast(ref);
     const auto floor = ops::broadcast(T(-1000));
     auto vs = ops::zero();
     for_each_vector<W>(row, n, -std::numeric_limits<T>::infinity(), true, [&](T* q) {
       const auto x = ops::loadu(q) - vr;
-      const auto nan = xsimd::isnan(x);
-      const auto p = xsimd::select(nan, x, xsimd::exp(xsimd::select(nan, floor, xsimd::max(x, floor))));
+      auto p = x;
+      if constexpr (std::is_same_v<T, float>) {
+        p = xsimd::exp(x);
+      } else {
+        const auto nan = xsimd::isnan(x);
+        p = xsimd::select(nan, x, xsimd::exp(xsimd::select(nan, floor, xsimd::max(x, floor))));
+      }
       ops::storeu(q, p);
       vs = vs + p;
     });
