@@ -193,12 +193,14 @@ struct attention_kernel {
       T* dst = buf.kp + p * NR * a.dk;
       const std::size_t keys = std::min(NR, a.nk - p * NR);
       if (keys < NR) std::fill(dst, dst + NR * a.dk, T(0));
-      for (std::size_t x = 0; x < keys; ++x) {
-        const T* src = kb + static_cast<std::ptrdiff_t>(p * NR + x) * a.k_row;
-        if (a.k_col == 1)
-          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = src[d];
-        else
-          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = src[static_cast<std::ptrdiff_t>(d) * a.k_col];
+      // d outer: each d writes NR consecutive values (the keys' rows are NR
+      // read streams), rather than NR-strided scalar stores per key.
+      const T* src[NR];
+      for (std::size_t x = 0; x < keys; ++x) src[x] = kb + static_cast<std::ptrdiff_t>(p * NR + x) * a.k_row;
+      for (std::size_t d = 0; d < a.dk; ++d) {
+        const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(d) * a.k_col;
+        T* out = dst + d * NR;
+        for (std::size_t x = 0; x < keys; ++x) out[x] = src[x][off];
       }
     }
     for (std::size_t cp = 0; cp < dv_pad / NR; ++cp) {
@@ -206,6 +208,10 @@ struct attention_kernel {
       for (std::size_t j = j0; j < j1; ++j) {
         T* dst = buf.vp + (cp * a.nk + j) * NR;
         const T* src = vb + static_cast<std::ptrdiff_t>(j) * a.v_row + static_cast<std::ptrdiff_t>(cp * NR) * a.v_col;
+        if (cols == NR && a.v_col == 1) {  // a whole panel row: vector copies
+          for (std::size_t x = 0; x < NR; x += W) ops::store(dst + x, ops::loadu(src + x));
+          continue;
+        }
         // Zero the panel row with whole vectors, then a plain loop: a head
         // is a few dozen values, shorter than a memmove (or rep stos) start.
         for (std::size_t x = 0; x < NR; x += W) ops::store(dst + x, ops::zero());
