@@ -7,6 +7,7 @@
 /// `scalar_arch`, so every path shares the same loop structure.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -44,6 +45,17 @@ struct simd_ops {
   static vec fma(const vec& x, const vec& y, const vec& z) noexcept { return xsimd::fma(x, y, z); }
 };
 
+/// Whether std::fma on float and double is a hardware instruction (x86
+/// with -mfma, AArch64, or what <cmath> reports; clang does not define
+/// FP_FAST_FMA).
+template <class T>
+inline constexpr bool fast_fma = (std::is_same_v<T, float> || std::is_same_v<T, double>)&&
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(FP_FAST_FMA)
+    true;
+#else
+    false;
+#endif
+
 template <class T>
 struct simd_ops<T, scalar_arch> {
   using vec = T;
@@ -54,8 +66,19 @@ struct simd_ops<T, scalar_arch> {
   static T loadu(const T* p) noexcept { return *p; }
   static void store(T* p, T v) noexcept { *p = v; }
   static void storeu(T* p, T v) noexcept { *p = v; }
-  // Not std::fma: without hardware FMA that is a slow library call.
-  static T fma(T x, T y, T z) noexcept { return x * y + z; }
+  // With hardware FMA, std::fma (one instruction, one rounding): a plain
+  // x * y + z may or may not be contracted into an FMA depending on the
+  // surrounding code (GCC's -ffp-contract=fast at -O2/-O3, clang's within
+  // an expression), which would make two code paths (A packed or read in
+  // place, a bias added or accumulated) round differently. Without it,
+  // x * y + z: nothing to contract into, and std::fma would be a slow
+  // library call.
+  static T fma(T x, T y, T z) noexcept {
+    if constexpr (fast_fma<T>)
+      return std::fma(x, y, z);
+    else
+      return x * y + z;
+  }
 };
 
 /// Calls f(std::integral_constant<std::size_t, I>{}) for I = 0..N-1, fully
