@@ -276,6 +276,13 @@ void check_on(problem<T> p) {  // by value: each arch gets fresh storage
 
 shape mnk(std::size_t m, std::size_t n, std::size_t k) { return {{{}, {m}, {n}, {k}}}; }
 
+/// Whether two problems' C storage is bit-for-bit the same.
+template <class T>
+bool same_c(const problem<T>& x, const problem<T>& y) {
+  return x.c.data.size() == y.c.data.size() &&
+         std::memcmp(x.c.data.data(), y.c.data.data(), x.c.data.size() * sizeof(T)) == 0;
+}
+
 using test::thread_count_guard;
 
 }  // namespace
@@ -513,8 +520,7 @@ TEMPLATE_TEST_CASE("kernels/gemm: results are bit-identical on 1 and 2 threads",
       run(two, 2);
       CHECK(mismatches(one) == 0);
       CHECK(mismatches(two) == 0);
-      CHECK(std::memcmp(one.c.data.data(), two.c.data.data(),
-                        one.c.data.size() * sizeof(TestType)) == 0);
+      CHECK(same_c(one, two));
     }
   }
 }
@@ -548,8 +554,7 @@ TEMPLATE_TEST_CASE("kernels/gemm: A read in place and A packed give bit-identica
       kd::contract_blocked<TestType, Arch, wide>(packed.args());
       CHECK(mismatches(in_place) == 0);
       CHECK(mismatches(packed) == 0);
-      CHECK(std::memcmp(in_place.c.data.data(), packed.c.data.data(),
-                        in_place.c.data.size() * sizeof(TestType)) == 0);
+      CHECK(same_c(in_place, packed));
     }
   });
 }
@@ -615,8 +620,7 @@ TEMPLATE_TEST_CASE("kernels/gemm: a bias along N is added in the store, as accum
           }
           CHECK(mismatches(with_bias) == 0);
           if (beta == 0.0 && test::exact_fma<Arch>)
-            CHECK(std::memcmp(with_bias.c.data.data(), prefilled.c.data.data(),
-                              with_bias.c.data.size() * sizeof(TestType)) == 0);
+            CHECK(same_c(with_bias, prefilled));
         }
   });
 }

@@ -249,7 +249,6 @@ struct attention_kernel {
     return r;
   }
 
-  /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 + n).
   /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 +
   /// n), sets the lanes [n, n_vec) (n_vec a whole number of vectors) to
   /// -inf so the softmax steps need no scalar tails, and returns the row's
@@ -297,11 +296,7 @@ struct attention_kernel {
         ops::storeu(row + j, x);
         vm = xsimd::max(vm, x);
       }
-      alignas(64) T tmp[W];
-      ops::store(tmp, vm);
-      T mx = ninf;
-      for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
-      return mx;
+      return lane_max<T, Arch>(vm);
     } else {
       T mx = ninf;
       for (std::size_t j = 0; j < n; ++j) {
@@ -338,6 +333,8 @@ struct attention_kernel {
 
   /// One query tile [i0, i0 + rows) of batch index bi.
   void run_tile(buffers& buf, std::size_t bi, std::size_t i0, std::size_t rows) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
     const std::size_t key_end = skip_causal ? std::min(a.nk, i0 + rows) : a.nk;
     pack_kv(buf, bi, key_end);
     const T* qb = a.q + a.batch_offset(a.q_batch, bi);
@@ -350,7 +347,7 @@ struct attention_kernel {
 
     for (std::size_t j0 = 0; j0 < key_end; j0 += BC) {
       const std::size_t n = std::min(BC, key_end - j0);
-      const std::size_t n_vec = round_up(n, simd_ops<T, Arch>::width);  // <= BC: NR is a multiple of it
+      const std::size_t n_vec = round_up(n, W);  // <= BC: NR is a multiple of W
       // S = Q Kᵀ for the tile, the columns [0, n_vec) (a last panel of one
       // vector runs on one vector column).
       for (std::size_t jp = 0; jp < n; jp += NR)
@@ -381,8 +378,6 @@ struct attention_kernel {
         }
     }
     T* ob = a.out + a.batch_offset(a.out_batch, bi);
-    using ops = simd_ops<T, Arch>;
-    constexpr std::size_t W = ops::width;
     for (std::size_t r = 0; r < rows; ++r) {
       T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;
       T* o = buf.o + r * dv_pad;

@@ -19,7 +19,7 @@ namespace dimsum::kernels {
 
 namespace detail {
 
-/// Calls f(p, count) over row[0..n) in whole vectors of W: the last, partial
+/// Calls f(p) for each whole vector of W values at p in row[0..n): the last, partial
 /// vector is staged through an aligned buffer whose lanes past the row hold
 /// `fill` and is copied back after f when `write_back`, so tails run the same
 /// vector code (a tail of scalar `exp` calls cost more than the rest of a
@@ -37,6 +37,17 @@ void for_each_vector(T* row, std::size_t n, T fill, bool write_back, F&& f) {
   }
 }
 
+/// The largest lane of v (lanes compared with std::max, in order).
+template <class T, class Arch>
+T lane_max(const typename simd_ops<T, Arch>::vec& v) noexcept {
+  using ops = simd_ops<T, Arch>;
+  alignas(64) T tmp[ops::width];
+  ops::store(tmp, v);
+  T mx = -std::numeric_limits<T>::infinity();
+  for (std::size_t x = 0; x < ops::width; ++x) mx = std::max(mx, tmp[x]);
+  return mx;
+}
+
 /// The largest of row[0..n) (-inf for n == 0).
 template <class T, class Arch>
 T row_max(const T* row, std::size_t n) noexcept {
@@ -46,11 +57,7 @@ T row_max(const T* row, std::size_t n) noexcept {
   if constexpr (W > 1) {
     auto vm = ops::broadcast(ninf);
     for_each_vector<W>(const_cast<T*>(row), n, ninf, false, [&](T* p) { vm = xsimd::max(vm, ops::loadu(p)); });
-    alignas(64) T tmp[W];
-    ops::store(tmp, vm);
-    T mx = ninf;
-    for (std::size_t x = 0; x < W; ++x) mx = std::max(mx, tmp[x]);
-    return mx;
+    return lane_max<T, Arch>(vm);
   } else {
     T mx = ninf;
     for (std::size_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);

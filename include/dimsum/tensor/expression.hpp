@@ -226,50 +226,6 @@ concept merging_evaluator = requires(const E& e, std::size_t x) {
   { e.merges(x, x) } -> std::convertible_to<bool>;
 };
 
-/// dst = src (same element type, src strides in dst's dims, 0 where it is
-/// broadcast), row by row with both row pointers stepped incrementally:
-/// the copies behind tensor assignment, views and a bias fill. row_fn(p)
-/// after each row, as in run_elementwise.
-template <class T, std::size_t R, class RowFn>
-void copy_rows(const strided<T, R>& dst, const T* src, const std::array<std::ptrdiff_t, R>& ss, RowFn& row_fn) {
-  static_assert(R >= 1);
-  const auto& ext = dst.extents;
-  for (std::size_t i = 0; i < R; ++i)
-    if (ext[i] == 0) return;
-  const std::size_t inner = ext[R - 1];
-  const std::ptrdiff_t ds = dst.strides[R - 1], si = ss[R - 1];
-  std::array<std::size_t, R> idx{};
-  T* d = dst.data;
-  const T* s = src;
-  while (true) {
-    T* out = d;
-    const T* in = s;
-    if (ds == 1 && si == 1) {
-      std::copy_n(in, inner, out);
-    } else if (ds == 1 && si == 0) {
-      std::fill_n(out, inner, *in);
-    } else {
-      for (std::size_t j = 0; j < inner; ++j)
-        out[static_cast<std::ptrdiff_t>(j) * ds] = in[static_cast<std::ptrdiff_t>(j) * si];
-    }
-    row_fn(d);
-    std::size_t k = R - 1;
-    while (true) {
-      if (k == 0) return;
-      --k;
-      if (idx[k] + 1 < ext[k]) {
-        ++idx[k];
-        d += dst.strides[k];
-        s += ss[k];
-        break;
-      }
-      d -= static_cast<std::ptrdiff_t>(idx[k]) * dst.strides[k];
-      s -= static_cast<std::ptrdiff_t>(idx[k]) * ss[k];
-      idx[k] = 0;
-    }
-  }
-}
-
 /// A row callback that does nothing.
 struct no_row_fn {
   template <class T>
@@ -301,21 +257,27 @@ void run_elementwise(const strided<T, R>& dst_in, Ev& ev, RowFn&& row_fn = {}) {
         dst.extents[d] = dst.extents[d] == 0 ? 0 : 1;
       }
     }
-    if constexpr (std::is_same_v<Ev, leaf_evaluator<T, R>>) {
-      copy_rows(dst, ev.data, ev.strides, row_fn);
-    } else {
-      const std::size_t inner = dst.extents[R - 1];
-      const std::ptrdiff_t ds = dst.strides[R - 1];
-      for_each_row(dst, [&](const std::size_t* idx, T* out) {
-        ev.seek(idx);
-        if (ds == 1) {
-          for (std::size_t j = 0; j < inner; ++j) out[j] = static_cast<T>(ev[j]);
-        } else {
-          for (std::size_t j = 0; j < inner; ++j) out[static_cast<std::ptrdiff_t>(j) * ds] = static_cast<T>(ev[j]);
-        }
-        row_fn(out);
-      });
-    }
+    const std::size_t inner = dst.extents[R - 1];
+    const std::ptrdiff_t ds = dst.strides[R - 1];
+    // A copy from a leaf of the same type (tensor assignment, views, a bias
+    // fill) whose row is contiguous or broadcast runs as std::copy / fill.
+    auto block_copy = [&](T* out) {
+      if constexpr (std::is_same_v<Ev, leaf_evaluator<T, R>>) {
+        if (ds == 1 && ev.strides[R - 1] == 1) return std::copy_n(ev.base, inner, out), true;
+        if (ds == 1 && ev.strides[R - 1] == 0) return std::fill_n(out, inner, *ev.base), true;
+      }
+      return false;
+    };
+    for_each_row(dst, [&](const std::size_t* idx, T* out) {
+      ev.seek(idx);
+      if (block_copy(out)) {
+      } else if (ds == 1) {
+        for (std::size_t j = 0; j < inner; ++j) out[j] = static_cast<T>(ev[j]);
+      } else {
+        for (std::size_t j = 0; j < inner; ++j) out[static_cast<std::ptrdiff_t>(j) * ds] = static_cast<T>(ev[j]);
+      }
+      row_fn(out);
+    });
   }
 }
 

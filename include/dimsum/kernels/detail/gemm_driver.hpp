@@ -239,11 +239,9 @@ void scale_c(const gemm_problem<T>& p) {
         fill_offsets(p.n, p.n.stride_c, j0, len, col);
         if (p.bias) fill_offsets(p.n, p.n.stride_a, j0, len, bias_off);
         for (std::size_t j = 0; j < len; ++j) {
-          const T scaled = p.beta == T(0) ? T(0) : p.beta * row[col[j]];
-          if (!p.bias)
-            row[col[j]] = scaled;
-          else
-            row[col[j]] = p.beta == T(0) ? p.bias[bias_off[j]] : scaled + p.bias[bias_off[j]];
+          T& cj = row[col[j]];
+          const T scaled = p.beta == T(0) ? T(0) : p.beta * cj;  // C not read when beta == 0
+          cj = !p.bias ? scaled : p.beta == T(0) ? p.bias[bias_off[j]] : scaled + p.bias[bias_off[j]];
         }
       }
     }
