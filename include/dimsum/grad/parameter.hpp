@@ -1,0 +1,54 @@
+#pragma once
+/// \file
+/// `parameter<T, Dims...>`: a trainable tensor and its gradient, both of
+/// type `tensor<T, Dims...>` (DESIGN.md §10: a gradient has exactly its
+/// parameter's dims). Modules declare their parameters as members of this
+/// type; optimizers, state dicts and the tape find them by reflection
+/// (Boost.Hana struct adaptation) and read `value` and `grad`.
+
+#include <utility>
+
+#include <dimsum/tensor/tensor.hpp>
+
+namespace dimsum {
+
+/// A trainable tensor `value` and the gradient `grad` that a backward pass
+/// accumulates into it; both have the dims `Ds...`, so
+/// `static_assert(std::is_same_v<decltype(p.grad), decltype(p.value)>)`.
+template <class T, dimension... Ds>
+struct parameter {
+  using value_type = T;
+  using dims = dim_list<Ds...>;
+  using tensor_type = tensor<T, Ds...>;
+
+  tensor_type value;
+  tensor_type grad;
+
+  parameter() = default;
+  /// Takes `v` as the value; the gradient starts as zeros of its extents.
+  explicit parameter(tensor_type v) : value(std::move(v)), grad(tensor_type::from_extents(value.extents())) {}
+  /// Zeros of the given dynamic extents (by name, as for `tensor`).
+  template <dimension... Args>
+    requires(sizeof...(Args) > 0)
+  explicit parameter(const Args&... extents) : value(extents...), grad(extents...) {}
+
+  /// Sets the gradient to zeros of the value's extents (PyTorch's
+  /// `zero_grad(set_to_none=False)`).
+  void zero_grad() {
+    if (grad.extents() != value.extents())
+      grad = tensor_type::from_extents(value.extents());
+    else
+      grad.fill(T(0));
+  }
+};
+
+/// Whether `P` is a `parameter<...>` (after removing cv-ref).
+template <class P>
+inline constexpr bool is_parameter_v = false;
+template <class T, dimension... Ds>
+inline constexpr bool is_parameter_v<parameter<T, Ds...>> = true;
+template <class P>
+  requires(!std::is_same_v<P, std::remove_cvref_t<P>>)
+inline constexpr bool is_parameter_v<P> = is_parameter_v<std::remove_cvref_t<P>>;
+
+}  // namespace dimsum
