@@ -59,13 +59,6 @@ void for_each_arch(F&& f) {
   run_on<xsimd::avx512f>(f);
 }
 
-/// Whether Arch's fma rounds once wherever it is called. Plain AVX2 has no
-/// FMA instruction: xsimd computes x * y + z, which a compiler allowed to
-/// use FMA instructions (-march=native here) may contract at one call site
-/// and not at another, so two code paths can differ in the last bit.
-template <class Arch>
-inline constexpr bool exact_fma = !std::is_same_v<Arch, xsimd::avx2>;
-
 /// Sets dimsum's kernel thread count for a scope, then restores the default.
 struct thread_count_guard {
   explicit thread_count_guard(int n) { dimsum::set_num_threads(n); }

@@ -326,7 +326,7 @@ struct attention_kernel {
     const T m_new = std::max(m, row_max);
     const T ref = m_new == ninf ? T(0) : m_new;  // no -inf - -inf: masked entries give 0
     const T alpha = m == ninf ? T(0) : std::exp(m - ref);  // the first key tile: nothing to rescale
-    l = l * alpha + exp_shifted_sum<T, Arch>(row, n, ref);
+    l = simd_ops<T, scalar_arch>::fma(l, alpha, exp_shifted_sum<T, Arch>(row, n, ref));  // explicit: see `opaque`
     m = m_new;
     return alpha;
   }

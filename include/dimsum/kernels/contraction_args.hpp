@@ -37,7 +37,7 @@ struct dim_group {
 /// (b, m, n) must address distinct elements of C, and C must not overlap A
 /// or B. `bias` (optional) varies along N only: `bias_n` holds its strides
 /// along the N group's dims. It is added in the micro-kernel's store, as
-/// `fma(alpha, acc, beta * C + bias)` (with beta == 0: `fma(alpha, acc,
+/// `fma(alpha, acc, fma(beta, C, bias))` (with beta == 0: `fma(alpha, acc,
 /// bias)`), the same arithmetic as writing the bias into C first and
 /// accumulating with beta == 1 (the same bits where fma rounds once),
 /// without that extra pass over C.

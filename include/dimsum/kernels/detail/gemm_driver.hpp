@@ -240,8 +240,12 @@ void scale_c(const gemm_problem<T>& p) {
         if (p.bias) fill_offsets(p.n, p.n.stride_a, j0, len, bias_off);
         for (std::size_t j = 0; j < len; ++j) {
           T& cj = row[col[j]];
-          const T scaled = p.beta == T(0) ? T(0) : p.beta * cj;  // C not read when beta == 0
-          cj = !p.bias ? scaled : p.beta == T(0) ? p.bias[bias_off[j]] : scaled + p.bias[bias_off[j]];
+          // C not read when beta == 0; beta * C + bias as one explicit fma
+          // (see `opaque` in gemm_micro.hpp).
+          if (p.beta == T(0))
+            cj = p.bias ? p.bias[bias_off[j]] : T(0);
+          else
+            cj = p.bias ? simd_ops<T, scalar_arch>::fma(p.beta, cj, p.bias[bias_off[j]]) : p.beta * cj;
         }
       }
     }

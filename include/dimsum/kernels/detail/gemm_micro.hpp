@@ -28,6 +28,71 @@ struct scalar_arch {
 
 namespace dimsum::kernels::detail {
 
+/// Returns `x` unchanged, but opaque to the optimiser: a product passed
+/// through it cannot be contracted with a following addition into a fused
+/// multiply-add. GCC contracts `a * b + c` across statements by default
+/// (-ffp-contract=fast) and clang within an expression, and both see
+/// through xsimd's operators, which are plain vector arithmetic; a
+/// header-only library cannot rely on its users' -ffp-contract, so the
+/// kernels decide by construction (fused via `fused_multiply_add`, unfused
+/// via this barrier). Costs nothing: an empty asm that keeps x in a register.
+template <class V>
+inline V opaque(V x) noexcept {
+  if constexpr (std::is_integral_v<V>) {
+    return x;  // integer arithmetic is exact: nothing to contract
+  } else if constexpr (std::is_same_v<V, long double>) {
+    volatile V v = x;
+    return v;
+  } else {  // float, double, or a vector register type (__m256, ...)
+#if defined(__GNUC__) && defined(__SSE2__)
+#if defined(__AVX512F__)
+    asm("" : "+v"(x));  // any xmm/ymm/zmm register, 16..31 included
+#else
+    asm("" : "+x"(x));
+#endif
+#elif defined(__GNUC__) && defined(__aarch64__)
+    asm("" : "+w"(x));
+#else
+    volatile V v = x;
+    x = v;
+#endif
+    return x;
+  }
+}
+
+template <class T, class A>
+inline xsimd::batch<T, A> opaque(const xsimd::batch<T, A>& x) noexcept {
+  return xsimd::batch<T, A>(opaque(static_cast<typename xsimd::batch<T, A>::register_type>(x)));
+}
+
+template <class Arch>
+struct is_fma3_arch : std::false_type {};
+template <class Base>
+struct is_fma3_arch<xsimd::fma3<Base>> : std::true_type {};
+
+/// `x * y + z` on batches of arch `Arch`, always the same way: with one
+/// rounding where the arch has an FMA instruction (AVX-512F, the FMA3
+/// archs), else as a rounded product plus `z` (two roundings, never
+/// contracted). xsimd 8 implements `xsimd::fma` on AVX-512F as `x * y + z`,
+/// which is contracted or not at the compiler's whim, so that arch calls
+/// the intrinsic directly.
+template <class Arch, class T>
+inline xsimd::batch<T, Arch> fused_multiply_add(const xsimd::batch<T, Arch>& x, const xsimd::batch<T, Arch>& y,
+                                                const xsimd::batch<T, Arch>& z) noexcept {
+#if XSIMD_WITH_AVX512F
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch> && std::is_same_v<T, float>) {
+    return _mm512_fmadd_ps(x, y, z);
+  } else if constexpr (std::is_base_of_v<xsimd::avx512f, Arch> && std::is_same_v<T, double>) {
+    return _mm512_fmadd_pd(x, y, z);
+  } else
+#endif
+  if constexpr (is_fma3_arch<Arch>::value) {
+    return xsimd::fma(x, y, z);  // _mm256_fmadd_* / _mm_fmadd_*
+  } else {
+    return opaque(x * y) + z;
+  }
+}
+
 /// Vector operations of arch `Arch` on element type `T`.
 template <class T, class Arch>
 struct simd_ops {
@@ -42,7 +107,7 @@ struct simd_ops {
   static vec loadu(const T* p) noexcept { return vec::load_unaligned(p); }
   static void store(T* p, const vec& v) noexcept { v.store_aligned(p); }
   static void storeu(T* p, const vec& v) noexcept { v.store_unaligned(p); }
-  static vec fma(const vec& x, const vec& y, const vec& z) noexcept { return xsimd::fma(x, y, z); }
+  static vec fma(const vec& x, const vec& y, const vec& z) noexcept { return fused_multiply_add<Arch>(x, y, z); }
 };
 
 /// Whether std::fma on float and double is a hardware instruction (x86
@@ -66,18 +131,15 @@ struct simd_ops<T, scalar_arch> {
   static T loadu(const T* p) noexcept { return *p; }
   static void store(T* p, T v) noexcept { *p = v; }
   static void storeu(T* p, T v) noexcept { *p = v; }
-  // With hardware FMA, std::fma (one instruction, one rounding): a plain
-  // x * y + z may or may not be contracted into an FMA depending on the
-  // surrounding code (GCC's -ffp-contract=fast at -O2/-O3, clang's within
-  // an expression), which would make two code paths (A packed or read in
-  // place, a bias added or accumulated) round differently. Without it,
-  // x * y + z: nothing to contract into, and std::fma would be a slow
-  // library call.
+  // With hardware FMA, std::fma (one instruction, one rounding); without
+  // it, a rounded product plus z (std::fma would be a slow library call),
+  // kept apart by `opaque` so no compiler fuses it at one call site and not
+  // at another.
   static T fma(T x, T y, T z) noexcept {
     if constexpr (fast_fma<T>)
       return std::fma(x, y, z);
     else
-      return x * y + z;
+      return opaque(x * y) + z;
   }
 };
 
@@ -209,13 +271,14 @@ struct micro_kernel {
 
     const vec alpha = ops::broadcast(t.alpha);
     const vec beta = ops::broadcast(t.beta);
-    // alpha * acc + (beta * C + bias), each part only when present. Both
+    // fma(alpha, acc, fma(beta, C, bias)), each part only when present
+    // (every multiply-add explicit: see `opaque`). Both
     // store paths do the same arithmetic per element, so a result does not
     // depend on whether its tile was an edge tile (or on thread count).
     auto result = [&](const vec& a, const T* c, auto v) {
       if (t.bias) {
         const vec bias = ops::load(t.bias + v * width);
-        return ops::fma(alpha, a, read_c ? beta * ops::loadu(c) + bias : bias);
+        return ops::fma(alpha, a, read_c ? ops::fma(beta, ops::loadu(c), bias) : bias);
       }
       return read_c ? ops::fma(alpha, a, beta * ops::loadu(c)) : alpha * a;
     };
