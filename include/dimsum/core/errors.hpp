@@ -3,6 +3,8 @@
 /// The exceptions dimsum throws. Every run-time check of a dynamic extent,
 /// an index or a file throws one of these, in release builds too.
 
+#include <concepts>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -25,5 +27,19 @@ struct shape_error : error {
 struct npy_error : error {
   using error::error;
 };
+
+namespace detail {
+/// An index as a message shows it: a negative signed index as negative
+/// ("-1"), and an unsigned one that wrapped below zero as what it was meant
+/// to be, with its value ("-1 (18446744073709551615 as unsigned)").
+template <std::integral I>
+std::string index_string(I i) {
+  if constexpr (std::is_unsigned_v<I>) {
+    if (i > static_cast<std::make_unsigned_t<std::intmax_t>>(INTMAX_MAX))
+      return std::to_string(static_cast<std::intmax_t>(i)) + " (" + std::to_string(i) + " as unsigned)";
+  }
+  return std::to_string(i);
+}
+}  // namespace detail
 
 }  // namespace dimsum

@@ -8,7 +8,11 @@
 /// `dimsum::npy_error` naming the file, the dim and both extents.
 
 #include <array>
+#include <atomic>
 #include <cstddef>
+#include <filesystem>
+#include <random>
+#include <system_error>
 #include <dimsum/io/detail/npy_format.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -76,13 +80,53 @@ Tensor load_npy(const std::string& path, const Given&... given) {
   }
 }
 
-/// Writes a named expression to a `.npy` file in C order of its dims.
+namespace detail {
+/// A name for a temporary file next to `path` (same directory, so a rename
+/// replaces `path` atomically), not yet taken.
+inline std::filesystem::path temporary_path_beside(const std::filesystem::path& path) {
+  static std::atomic<unsigned> counter{0};
+  std::random_device entropy;
+  for (int attempt = 0;; ++attempt) {
+    auto name = path;
+    name += ".tmp-" + std::to_string(entropy()) + "-" + std::to_string(counter++);
+    std::error_code ec;
+    if (!std::filesystem::exists(name, ec) || attempt == 100) return name;
+  }
+}
+}  // namespace detail
+
+/// Writes a named expression to a `.npy` file in C order of its dims. The
+/// data goes to a temporary file in the same directory, renamed over `path`
+/// only once it is complete: a save that fails (a write error, a full disk,
+/// an exception) leaves an existing file at `path` as it was, and removes
+/// the temporary file. The new file gets the default permissions.
 template <named_expression E>
 void save_npy(const std::string& path, const E& e) {
   auto t = eval(e);
   const auto ext = t.extents();
   const std::vector<std::size_t> shape(ext.begin(), ext.end());
-  io::detail::write_npy(path, t.data(), shape);
+  const std::filesystem::path tmp = detail::temporary_path_beside(path);
+  const auto remove_tmp = [&] {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+  };
+  try {
+    io::detail::write_npy(tmp.string(), t.data(), shape);
+  } catch (const npy_error& err) {
+    remove_tmp();
+    constexpr std::string_view prefix = "dimsum: ";
+    io::detail::throw_npy_error(path, "not saved, an existing file is unchanged: " +
+                                          std::string(std::string_view(err.what()).substr(prefix.size())));
+  } catch (...) {
+    remove_tmp();
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    remove_tmp();
+    io::detail::throw_npy_error(path, "not saved, cannot replace the file: " + ec.message());
+  }
 }
 
 }  // namespace dimsum

@@ -267,11 +267,30 @@ auto binary(A&& a, B&& b) {
 }
 }  // namespace detail
 
-#define DIMSUM_BINARY_OPERATOR_(sym, functor)                      \
-  template <class A, class B>                                      \
-    requires detail::binary_operands<A, B>                         \
-  auto operator sym(A&& a, B&& b) {                                \
-    return detail::binary<ops::functor>(std::forward<A>(a), std::forward<B>(b)); \
+// Four overloads per operator, so that only the operands held by reference
+// (lvalue named expressions) are DIMSUM_LIFETIMEBOUND: clang then warns when
+// an expression over local tensors is returned, and not for rvalues, which
+// are moved in.
+#define DIMSUM_BINARY_OPERATOR_(sym, functor)                                                          \
+  template <class A, class B>                                                                          \
+    requires detail::binary_operands<A, B> && detail::held_by_reference<A&> && detail::held_by_reference<B&> \
+  auto operator sym(A& a DIMSUM_LIFETIMEBOUND, B& b DIMSUM_LIFETIMEBOUND) {                            \
+    return detail::binary<ops::functor>(a, b);                                                         \
+  }                                                                                                    \
+  template <class A, class B>                                                                          \
+    requires detail::binary_operands<A, B> && detail::held_by_reference<A&> && (!detail::held_by_reference<B>) \
+  auto operator sym(A& a DIMSUM_LIFETIMEBOUND, B&& b) {                                                \
+    return detail::binary<ops::functor>(a, std::forward<B>(b));                                        \
+  }                                                                                                    \
+  template <class A, class B>                                                                          \
+    requires detail::binary_operands<A, B> && (!detail::held_by_reference<A>) && detail::held_by_reference<B&> \
+  auto operator sym(A&& a, B& b DIMSUM_LIFETIMEBOUND) {                                                \
+    return detail::binary<ops::functor>(std::forward<A>(a), b);                                        \
+  }                                                                                                    \
+  template <class A, class B>                                                                          \
+    requires detail::binary_operands<A, B> && (!detail::held_by_reference<A>) && (!detail::held_by_reference<B>) \
+  auto operator sym(A&& a, B&& b) {                                                                    \
+    return detail::binary<ops::functor>(std::forward<A>(a), std::forward<B>(b));                       \
   }
 DIMSUM_BINARY_OPERATOR_(+, plus)
 DIMSUM_BINARY_OPERATOR_(-, minus)

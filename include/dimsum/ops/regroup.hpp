@@ -6,6 +6,7 @@
 /// or view is a view (or, for an rvalue, the same storage), and a merge
 /// writes through split strides of its destination.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string>
@@ -38,7 +39,7 @@ std::array<std::ptrdiff_t, Count> split_strides(std::ptrdiff_t s, const std::arr
   std::ptrdiff_t acc = s;
   for (std::size_t i = Count; i-- > 0;) {
     out[i] = acc;
-    acc *= static_cast<std::ptrdiff_t>(ext[i]);
+    if (i > 0) acc *= static_cast<std::ptrdiff_t>(ext[i]);
   }
   return out;
 }
@@ -62,7 +63,7 @@ class merge_expr : public expression_tag {
   explicit merge_expr(X&& e) : e_(std::forward<X>(e)) {
     const auto in = e_.extents();
     for (std::size_t i = 0; i < Pos; ++i) extents_[i] = in[i];
-    extents_[Pos] = detail::checked_product(in.data() + Pos, Count);
+    extents_[Pos] = detail::checked_product(in.data() + Pos, inner_dims::names.data() + Pos, Count, "merge");
     for (std::size_t i = Pos + 1; i < rank; ++i) extents_[i] = in[i + Count - 1];
     detail::check_static_extents<dims>(extents_, "merge");
   }
@@ -75,6 +76,8 @@ class merge_expr : public expression_tag {
     return detail::materializing_evaluator<Root>(*this);
   }
   void eval_to(const strided<value_type, rank>& dst) const {
+    // Nothing to write; and the split strides of an empty group need not fit.
+    if (std::find(dst.extents.begin(), dst.extents.end(), std::size_t(0)) != dst.extents.end()) return;
     strided<value_type, inner_dims::size> flat{dst.data, e_.extents(), {}};
     for (std::size_t i = 0; i < Pos; ++i) flat.strides[i] = dst.strides[i];
     std::array<std::size_t, Count> group{};
@@ -101,7 +104,7 @@ auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
   using T = value_type_of_t<E>;
   constexpr std::size_t n = NewDims::size;
   const auto in = e.extents();
-  if (detail::checked_product(ext.data(), n) != in[Pos]) {
+  if (detail::checked_product(ext.data(), NewDims::names.data(), n, "split") != in[Pos]) {
     std::string parts;
     for (std::size_t i = 0; i < n; ++i)
       parts += (i ? " x " : "") + std::string(NewDims::names[i]) + "=" + std::to_string(ext[i]);
@@ -113,15 +116,20 @@ auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
   for (std::size_t i = 0; i < n; ++i) rext[Pos + i] = ext[i];
   for (std::size_t i = Pos + 1; i < L::size; ++i) rext[i + n - 1] = in[i];
   detail::check_static_extents<R>(rext, "split");
+  // The result's strides must fit even when it is empty.
+  const bool empty = detail::checked_size<T, R>(rext, "split") == 0;
   // A tensor_view is split as a view even as an rvalue: it owns nothing.
   constexpr bool is_view = requires { e.data(); e.strides(); } && !requires { e.storage(); };
   if constexpr (is_view || (std::is_lvalue_reference_v<E> && requires { e.data(); e.strides(); })) {
-    const auto st = e.strides();
-    std::array<std::ptrdiff_t, R::size> rst{};
-    for (std::size_t i = 0; i < Pos; ++i) rst[i] = st[i];
-    const auto gs = detail::split_strides<n>(st[Pos], ext);
-    for (std::size_t i = 0; i < n; ++i) rst[Pos + i] = gs[i];
-    for (std::size_t i = Pos + 1; i < L::size; ++i) rst[i + n - 1] = st[i];
+    // An empty result reads nothing: row-major strides (which fit) will do.
+    std::array<std::ptrdiff_t, R::size> rst = detail::row_major_strides<R::size>(rext);
+    if (!empty) {
+      const auto st = e.strides();
+      for (std::size_t i = 0; i < Pos; ++i) rst[i] = st[i];
+      const auto gs = detail::split_strides<n>(st[Pos], ext);
+      for (std::size_t i = 0; i < n; ++i) rst[Pos + i] = gs[i];
+      for (std::size_t i = Pos + 1; i < L::size; ++i) rst[i + n - 1] = st[i];
+    }
     return view_for_t<std::remove_pointer_t<decltype(e.data())>, R>(e.data(), rext, rst);
   } else {
     auto t = eval(std::forward<E>(e));

@@ -7,6 +7,7 @@
 /// on a lazy expression they evaluate it first and return a tensor.
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -32,7 +33,11 @@ template <dimension D, bool Keep, class E>
 auto restrict_leaf(E&& e, std::size_t begin, std::size_t n) {
   using L = dims_of_t<E>;
   constexpr std::size_t p = index_of<L>(D::name.view());
-  auto* data = e.data() + static_cast<std::ptrdiff_t>(begin) * e.strides()[p];
+  // An empty result reads nothing, and an empty operand may have no memory
+  // (a null data pointer): add no offset then.
+  bool empty = n == 0;
+  for (std::size_t i = 0; i < L::size; ++i) empty = empty || (i != p && e.extents()[i] == 0);
+  auto* data = empty ? e.data() : e.data() + static_cast<std::ptrdiff_t>(begin) * e.strides()[p];
   using T = std::remove_pointer_t<decltype(e.data())>;
   if constexpr (Keep) {
     auto ext = e.extents();
@@ -58,47 +63,80 @@ inline constexpr bool is_viewable_v = requires(E e) {
 } && (std::is_lvalue_reference_v<E> || !requires(E e) { e.storage(); });
 }  // namespace detail
 
-/// Index i along dim D; the result lacks D. `select<token>(inputs, 1)` is
-/// seed 004's `inputs[1]`.
-template <dimension D, named_expression E>
-auto select(E&& e, std::size_t i) {
+namespace detail {
+template <dimension D, class E, class I>
+auto select_impl(E&& e, I index) {
   using L = dims_of_t<E>;
-  if constexpr (is_invalid_v<E> || !detail::check_dim_present<L, D>()) {
+  if constexpr (is_invalid_v<E> || !check_dim_present<L, D>()) {
     return invalid_expression{};
   } else {
     const std::size_t n = e.extents()[index_of<L>(D::name.view())];
-    if (i >= n)
-      throw shape_error("select: index " + std::to_string(i) + " is out of range for dim '" +
+    if (std::cmp_less(index, 0) || std::cmp_greater_equal(index, n))
+      throw shape_error("select: index " + index_string(index) + " is out of range for dim '" +
                         std::string(D::name.view()) + "' of extent " + std::to_string(n));
-    if constexpr (detail::is_viewable_v<E>) {
-      return detail::restrict_leaf<D, false>(e, i, 1);
+    const auto i = static_cast<std::size_t>(index);
+    if constexpr (is_viewable_v<E>) {
+      return restrict_leaf<D, false>(e, i, 1);
     } else {
       auto t = eval(std::forward<E>(e));
-      return eval(detail::restrict_leaf<D, false>(t, i, 1));
+      return eval(restrict_leaf<D, false>(t, i, 1));
     }
   }
 }
 
-/// The range [begin, end) along dim D; D stays, with extent end - begin.
-/// `slice<chr>(data, i, i + block_size)` is seed 001's `data[i:i+block_size]`.
-template <dimension D, named_expression E>
-auto slice(E&& e, std::size_t begin, std::size_t end) {
+template <dimension D, class E, class B, class En>
+auto slice_impl(E&& e, B first, En last) {
   using L = dims_of_t<E>;
-  if constexpr (is_invalid_v<E> || !detail::check_dim_present<L, D>()) {
+  if constexpr (is_invalid_v<E> || !check_dim_present<L, D>()) {
     return invalid_expression{};
   } else {
     const std::size_t n = e.extents()[index_of<L>(D::name.view())];
-    if (begin > end || end > n)
-      throw shape_error("slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+    if (std::cmp_less(first, 0) || std::cmp_greater(first, last) || std::cmp_greater(last, n))
+      throw shape_error("slice: range [" + index_string(first) + ", " + index_string(last) +
                         ") is out of range for dim '" + std::string(D::name.view()) + "' of extent " +
                         std::to_string(n));
-    if constexpr (detail::is_viewable_v<E>) {
-      return detail::restrict_leaf<D, true>(e, begin, end - begin);
+    const auto begin = static_cast<std::size_t>(first), end = static_cast<std::size_t>(last);
+    if constexpr (is_viewable_v<E>) {
+      return restrict_leaf<D, true>(e, begin, end - begin);
     } else {
       auto t = eval(std::forward<E>(e));
-      return eval(detail::restrict_leaf<D, true>(t, begin, end - begin));
+      return eval(restrict_leaf<D, true>(t, begin, end - begin));
     }
   }
+}
+
+}  // namespace detail
+
+/// Index i along dim D; the result lacks D. `select<token>(inputs, 1)` is
+/// seed 004's `inputs[1]`. Any integer type; a negative index is out of
+/// range (and printed as negative), as is one at or past the extent. An
+/// lvalue tensor or view gives a view of its memory (on clang, returning
+/// one of a local tensor is a -Wdangling warning); an rvalue tensor or a
+/// lazy expression gives a tensor.
+template <dimension D, named_expression E, std::integral I>
+  requires detail::is_viewable_v<E&>
+auto select(E& e DIMSUM_LIFETIMEBOUND, I index) {
+  return detail::select_impl<D>(e, index);
+}
+template <dimension D, named_expression E, std::integral I>
+  requires(!(std::is_lvalue_reference_v<E> && detail::is_viewable_v<E>))
+auto select(E&& e, I index) {
+  return detail::select_impl<D>(std::forward<E>(e), index);
+}
+
+/// The range [begin, end) along dim D; D stays, with extent end - begin
+/// (0 <= begin <= end <= extent; negative bounds are errors, not counted
+/// from the end). Views and tensors as for `select`.
+/// `slice<chr>(data, i, i + block_size)` is seed 001's `data[i:i+block_size]`.
+template <dimension D, named_expression E, std::integral B, std::integral En>
+  requires detail::is_viewable_v<E&>
+auto slice(E& e DIMSUM_LIFETIMEBOUND, B begin, En end) {
+  return detail::slice_impl<D>(e, begin, end);
+}
+template <dimension D, named_expression E, std::integral B, std::integral En>
+  requires(!(std::is_lvalue_reference_v<E> && detail::is_viewable_v<E>))
+auto slice(E&& e, B begin, En end) {
+  return detail::slice_impl<D>(std::forward<E>(e), begin, end);
 }
 
 }  // namespace dimsum

@@ -51,8 +51,16 @@ tensor<T, Ds...> concat_impl(const std::vector<tensor<T, Ds...>>& parts) {
   detail::check_parts_agree(parts, p, "concat");
   auto ext = parts[0].extents();
   ext[p] = 0;
-  for (const auto& t : parts) ext[p] += t.extents()[p];
+  for (std::size_t j = 0; j < parts.size(); ++j) {
+    const std::size_t n = parts[j].extents()[p];
+    if (n > static_cast<std::size_t>(-1) - ext[p])
+      throw shape_error("concat: dim '" + std::string(D::name.view()) + "' of extent " + std::to_string(n) +
+                        " in part " + std::to_string(j) + " makes the total extent overflow std::size_t (the parts before it sum to " +
+                        std::to_string(ext[p]) + ")");
+    ext[p] += n;
+  }
   auto out = tensor<T, Ds...>::from_extents(ext);
+  if (out.size() == 0) return out;  // nothing to copy (and maybe no memory to offset into)
   // Copy each part into its range of D: through views, so any D position works.
   std::size_t offset = 0;
   auto ov = out.view();

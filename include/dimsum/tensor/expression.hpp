@@ -22,12 +22,26 @@
 #include <concepts>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim_list.hpp>
 #include <dimsum/core/errors.hpp>
+
+/// Marks a parameter whose argument the result may refer to: a lazy
+/// expression holds its lvalue operands by reference, and a view points
+/// into its tensor. On clang this is `[[clang::lifetimebound]]`, so
+/// returning an expression built from local tensors is a warning
+/// (-Wreturn-stack-address, part of -Wdangling; see docs/errors.md); on
+/// other compilers it is empty. Put it only on parameters that bind lvalues
+/// (rvalues are moved into the expression and are safe).
+#if defined(__clang__)
+#define DIMSUM_LIFETIMEBOUND [[clang::lifetimebound]]
+#else
+#define DIMSUM_LIFETIMEBOUND
+#endif
 
 namespace dimsum {
 
@@ -71,34 +85,73 @@ struct strided {
 
 namespace detail {
 
+/// True for an argument that a lazy expression holds by reference: a
+/// named expression passed as an lvalue (E deduced by a forwarding
+/// reference).
+template <class E>
+concept held_by_reference = named_expression<E> && std::is_lvalue_reference_v<E>;
+
 /// xtensor's closure semantics: an lvalue is held by const reference, an
 /// rvalue is moved in and owned by the expression.
 template <class E>
 using closure_t = std::conditional_t<std::is_lvalue_reference_v<E>, const std::remove_reference_t<E>&,
                                      std::remove_cvref_t<E>>;
 
-inline std::size_t checked_product(const std::size_t* extents, std::size_t n) {
-  std::size_t p = 1;
-  bool zero = false;
-  for (std::size_t i = 0; i < n; ++i) zero = zero || extents[i] == 0;
-  if (zero) return 0;
+/// "[a=0, b=4294967296]": names (or "axis i" when `names` is null) and
+/// extents, for messages.
+inline std::string extents_string(const std::size_t* extents, const std::string_view* names, std::size_t n) {
+  std::string s = "[";
   for (std::size_t i = 0; i < n; ++i) {
-    if (p > static_cast<std::size_t>(-1) / extents[i])
-      throw shape_error("the product of the extents overflows std::size_t");
-    p *= extents[i];
+    if (i) s += ", ";
+    if (names)
+      s += names[i];
+    else
+      s += "axis " + std::to_string(i);
+    s += '=';
+    s += std::to_string(extents[i]);
   }
-  return p;
+  return s + "]";
 }
 
-/// The element count of a buffer of T with these extents, checked before
-/// anything is allocated: the byte count must fit in a ptrdiff_t.
-template <class T, std::size_t R>
-std::size_t checked_size(const std::array<std::size_t, R>& ext) {
-  const std::size_t n = checked_product(ext.data(), R);
-  if (n > static_cast<std::size_t>(PTRDIFF_MAX) / sizeof(T))
-    throw shape_error("a tensor of " + std::to_string(n) + " elements of " + std::to_string(sizeof(T)) +
-                      " bytes is larger than memory can address");
-  return n;
+/// The product of n extents (0 when one is 0), checked so that the product
+/// of the *non-zero* extents times `unit` fits in a ptrdiff_t: then every
+/// stride, and every byte offset, of a buffer with these extents fits too,
+/// even when another extent is 0 and nothing is allocated (numpy's rule).
+/// Otherwise a `shape_error` from `where` names every dim and its extent.
+inline std::size_t checked_product(const std::size_t* extents, const std::string_view* names, std::size_t n,
+                                   std::string_view where, std::size_t unit = 1) {
+  constexpr auto limit = static_cast<std::size_t>(PTRDIFF_MAX);
+  std::size_t p = unit;
+  bool zero = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (extents[i] == 0) {
+      zero = true;
+    } else if (p > limit / extents[i]) {
+      throw shape_error(std::string(where) + ": extents " + extents_string(extents, names, n) +
+                        (unit == 1 ? std::string() : " of " + std::to_string(unit) + "-byte elements") +
+                        " are larger than memory can address: their product" +
+                        (std::find(extents, extents + n, std::size_t(0)) != extents + n ? " (leaving out zeros)" : "") +
+                        " overflows ptrdiff_t");
+    } else {
+      p *= extents[i];
+    }
+  }
+  return zero ? 0 : p / unit;
+}
+
+/// The product of n extents when no names are at hand (the element count of
+/// a buffer that exists, whose extents were checked when it was built).
+inline std::size_t checked_product(const std::size_t* extents, std::size_t n) {
+  return checked_product(extents, nullptr, n, "product of extents");
+}
+
+/// The element count of a buffer of T with the extents `ext` of the dims
+/// `L`, checked before anything is allocated (`checked_product` with
+/// sizeof(T)): the byte count, ignoring zero extents, must fit in a
+/// ptrdiff_t.
+template <class T, class L>
+std::size_t checked_size(const std::array<std::size_t, L::size>& ext, std::string_view where = "tensor") {
+  return checked_product(ext.data(), L::names.data(), L::size, where, sizeof(T));
 }
 
 /// Row-major (C order) strides for the given extents.

@@ -99,7 +99,7 @@ std::ptrdiff_t offset_from_indices(const std::array<std::size_t, L::size>& ext,
       [&] {
         constexpr std::size_t p = find_name(L::names, Args::name.view());
         if (idx.value >= ext[p])
-          throw shape_error("index " + std::to_string(idx.value) + " is out of range for dim '" +
+          throw shape_error("index " + index_string(idx.value) + " is out of range for dim '" +
                             std::string(Args::name.view()) + "' of extent " + std::to_string(ext[p]));
         off += static_cast<std::ptrdiff_t>(idx.value) * strides[p];
       }(),

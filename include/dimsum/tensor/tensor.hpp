@@ -48,7 +48,7 @@ class tensor : public expression_tag {
     if constexpr (check_source<E>()) {
       auto ext = detail::permute<dims_of_t<E>, dims>(e.extents());
       detail::check_static_extents<dims>(ext, "assignment");
-      detail::checked_size<T>(ext);
+      detail::checked_size<T, dims>(ext);
       storage_ = storage_type(to_shape(ext));
       e.eval_to(view_in_order_of<dims_of_t<E>>());
     }
@@ -180,7 +180,7 @@ class tensor : public expression_tag {
  private:
   struct from_extents_tag {};
   tensor(from_extents_tag, const std::array<std::size_t, rank>& ext)
-      : storage_((detail::checked_size<T>(ext), to_shape(ext))) {
+      : storage_((detail::checked_size<T, dims>(ext), to_shape(ext))) {
     std::fill(storage_.begin(), storage_.end(), T{});
   }
 
