@@ -13,7 +13,9 @@
 #include <dimsum/ops/arange.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>
+#include <dimsum/ops/map.hpp>
 #include <dimsum/ops/mask.hpp>
+#include <dimsum/ops/math.hpp>
 #include <dimsum/ops/reduce.hpp>
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/rename.hpp>

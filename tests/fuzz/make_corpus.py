@@ -51,6 +51,17 @@ valid = {
     "valid_f8_v2": npy(np.array([1.5, -2.5]), version=(2, 0)),
     "valid_i4_v3": npy(np.array([7, -7], dtype=np.int32), version=(3, 0)),
     "valid_fortran_1x4": npy(np.asfortranarray(np.ones((1, 4), dtype=np.float32))),
+    # Fortran order, transposed on reading: rank 2 and 3, a transposed C
+    # array (np.save writes it as Fortran order), bool, big-endian, version
+    # 2.0, a unit extent in the middle, and a hand-made empty one.
+    "valid_fortran_2x3": npy(np.asfortranarray(f4)),
+    "valid_fortran_f8_2x3x4": npy(np.asfortranarray(np.arange(24, dtype=np.float64).reshape(2, 3, 4))),
+    "valid_fortran_transposed_i4_4x3": npy(np.arange(12, dtype=np.int32).reshape(3, 4).T),
+    "valid_fortran_b1_3x2": npy(np.asfortranarray(np.array([[1, 0], [0, 0], [1, 1]], dtype=bool))),
+    "valid_fortran_f4_big_endian": npy(np.asfortranarray(f4.astype(">f4"))),
+    "valid_fortran_v2": npy(np.asfortranarray(f4), version=(2, 0)),
+    "valid_fortran_u1_2x1x3": npy(np.asfortranarray(np.arange(6, dtype=np.uint8).reshape(2, 1, 3))),
+    "valid_fortran_empty_2x0x3": by_hand(dict_text("'<f4'", "True", "(2, 0, 3)")),
     "valid_double_quotes": by_hand('{"descr": "<f4", "fortran_order": False, "shape": (2,)}', bytes(8)),
     "valid_reordered_keys": by_hand("{'shape':(2,),'descr':'|u1','fortran_order':False}", b"\x01\x02"),
     "valid_bool_byte_2": by_hand(dict_text("'|b1'", "False", "(2,)"), b"\x02\x00"),
@@ -68,7 +79,8 @@ malformed = {
     "bad_v2_huge_length": b"\x93NUMPY\x02\x00\xff\xff\xff\x7f{}",
     "bad_truncated_data": good[:-4],
     "bad_trailing_data": good + b"\x00\x00\x00\x00",
-    "bad_fortran_2x3": npy(np.asfortranarray(f4)),
+    "bad_fortran_truncated": npy(np.asfortranarray(f4))[:-4],
+    "bad_fortran_trailing": npy(np.asfortranarray(f4)) + b"\x00\x00\x00\x00",
     "bad_object_pickle": npy(np.array([1, "a"], dtype=object)),
     "bad_structured": npy(np.zeros(2, dtype=[("x", "<f4"), ("y", "<i4")])),
     "bad_unicode": npy(np.array(["ab", "c"])),

@@ -7,7 +7,9 @@
 // - reading from memory (read_npy_bytes) and from a file (read_npy) agree:
 //   same elements, or the same error message;
 // - a loaded array accounts for every byte of the input, and survives a
-//   write/read round trip bit for bit.
+//   write/read round trip bit for bit;
+// - a Fortran-order array is transposed into C order: each element is the
+//   file's element at the Fortran offset of its multi-index.
 // Build and run with tests/fuzz/run.
 
 #include <dimsum/io/detail/npy_format.hpp>
@@ -19,6 +21,9 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <type_traits>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -91,6 +96,29 @@ void check_read(std::string_view bytes, bool also_from_file) {
   if (a.data.size() != count) property_failed("element count differs from the shape's product");
   const npy::npy_header h = npy::parse_npy_header(bytes, "fuzz input");
   if (h.data_offset + count * sizeof(T) != bytes.size()) property_failed("data size differs from the input");
+
+  // Fortran order (native byte order, not bool): element i, in C order, is
+  // the file's element at the Fortran offset of i's multi-index.
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (h.fortran_order && npy::npy_descr_matches<T>(h.descr) == std::optional<bool>(false)) {
+      const std::size_t rank = a.shape.size();
+      for (std::size_t i = 0; i < count; ++i) {
+        std::size_t rest = i, offset = 0, step = 1;
+        std::vector<std::size_t> idx(rank);
+        for (std::size_t k = rank; k-- > 0;) {
+          idx[k] = rest % a.shape[k];
+          rest /= a.shape[k];
+        }
+        for (std::size_t k = 0; k < rank; ++k) {
+          offset += idx[k] * step;
+          step *= a.shape[k];
+        }
+        const T x = a.data[i];
+        if (std::memcmp(&x, bytes.data() + h.data_offset + offset * sizeof(T), sizeof(T)) != 0)
+          property_failed("a Fortran-order element is not where its multi-index puts it");
+      }
+    }
+  }
 
   // Writing what was read and reading it back gives the same elements, bit for bit.
   auto copy = std::make_unique<T[]>(count + 1);

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <dimsum/kernels/vector_math.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -54,7 +55,7 @@ struct minus { static constexpr const char* name = "element-wise -"; template <c
 struct multiplies { static constexpr const char* name = "element-wise *"; template <class A, class B> auto operator()(A a, B b) const { return a * b; } };
 struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { return a / b; } };
 struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return -a; } };
-struct exp { static constexpr const char* name = "exp"; template <class A> A operator()(A a) const { return std::exp(a); } };
+struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> A operator()(A a) const { return std::exp(a); } };
 struct sqrt { static constexpr const char* name = "sqrt"; template <class A> A operator()(A a) const { return std::sqrt(a); } };
 struct less { static constexpr const char* name = "<"; template <class A, class B> bool operator()(A a, B b) const { return a < b; } };
 struct less_equal { static constexpr const char* name = "<="; template <class A, class B> bool operator()(A a, B b) const { return a <= b; } };
@@ -73,6 +74,30 @@ struct cast { static constexpr const char* name = "cast"; template <class A> T o
 }  // namespace ops
 
 namespace detail {
+/// Calls run(p, n) for each stretch of n consecutive elements of dst (the
+/// whole buffer when dst is dense in row-major order, else each innermost
+/// row of stride 1), and one(v) per element when the innermost stride is
+/// not 1.
+template <class T, std::size_t R, class Run, class One>
+void for_each_contiguous_run(const strided<T, R>& dst, Run&& run, One&& one) {
+  if constexpr (R == 0) {
+    one(*dst.data);
+  } else {
+    const auto dense = row_major_strides(dst.extents);
+    bool packed = true;
+    for (std::size_t i = 0; i < R; ++i) packed = packed && (dst.extents[i] <= 1 || dst.strides[i] == dense[i]);
+    if (packed) return run(dst.data, checked_product(dst.extents.data(), R));
+    const std::size_t inner = dst.extents[R - 1];
+    const std::ptrdiff_t s = dst.strides[R - 1];
+    for_each_row(dst, [&](const std::size_t*, T* row) {
+      if (s == 1 || inner <= 1)
+        run(row, inner);
+      else
+        for (std::size_t j = 0; j < inner; ++j) one(row[static_cast<std::ptrdiff_t>(j) * s]);
+    });
+  }
+}
+
 template <class... Ls>
 struct union_all;
 template <class L>
@@ -91,7 +116,7 @@ template <class Op, class... Args>
 class elementwise_expr : public expression_tag {
  public:
   using dims = typename detail::union_all<dims_of_t<Args>...>::type;
-  using value_type = std::remove_cvref_t<decltype(Op{}(std::declval<value_type_of_t<Args>>()...))>;
+  using value_type = std::remove_cvref_t<decltype(std::declval<const Op&>()(std::declval<value_type_of_t<Args>>()...))>;
   static constexpr std::size_t rank = dims::size;
   using operands_type = std::tuple<detail::closure_t<Args>...>;
 
@@ -137,6 +162,15 @@ class elementwise_expr : public expression_tag {
       }
       detail::run_elementwise(dst, bias);
       product.accumulate_to(dst);  // nothing to add when a summed dim is empty
+    } else if constexpr (vectorised) {
+      // A vectorised function at the root (`y = tanh(x)`): the operand is
+      // written into dst, then the function runs over dst's rows in place,
+      // whole vectors first (kernels/vector_math.hpp). Inside a larger
+      // element-wise tree the function runs per element (same definition).
+      std::get<0>(args_).eval_to(dst);
+      detail::for_each_contiguous_run(dst, [](value_type* p, std::size_t n) {
+        kernels::math_contiguous<Op::vector_fn>(p, p, n);
+      }, [&](value_type& v) { v = op_(v); });
     } else {
       auto ev = evaluator<dims>();
       detail::run_elementwise(dst, ev);
@@ -144,6 +178,15 @@ class elementwise_expr : public expression_tag {
   }
 
  private:
+  static constexpr bool vectorised = [] {
+    if constexpr (sizeof...(Args) == 1 && requires { Op::vector_fn; }) {
+      using A = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<Args...>>>;
+      return kernels::has_vector_math<Op::vector_fn, value_type> && std::is_same_v<value_type_of_t<A>, value_type>;
+    } else {
+      return false;
+    }
+  }();
+
   template <class Root, class... Evs>
   struct evaluator_type {
     Op op;
@@ -220,39 +263,30 @@ auto make_elementwise(Op op, X&&... x) {
     return make_checked<Strict>(op, std::forward<X>(x)...);
   }
 }
-template <bool Strict, class Op, class A, class B>
-auto make_checked(Op op, A&& a, B&& b) {
-  using LA = dims_of_t<A>;
-  using LB = dims_of_t<B>;
-  if constexpr (Strict && LA::size > 0 && LB::size > 0 && !share_a_dim_v<LA, LB>) {
-    report<elementwise_operands_share_no_dim<diagnostic_dims_t<LA>, diagnostic_dims_t<LB>>>();
-    return invalid_expression{};
-  } else if constexpr (!check_static_agreement<LA, LB>()) {
-    return invalid_expression{};
+// Operands are checked left to right: each against the union of the dims
+// before it (strictly: they must share a dim unless either side has none;
+// static extents must agree), so one mistake gives one diagnostic.
+template <bool Strict, class Acc>
+constexpr bool check_operand_dims() {
+  return true;
+}
+template <bool Strict, class Acc, class L, class... Rest>
+constexpr bool check_operand_dims() {
+  if constexpr (Strict && Acc::size > 0 && L::size > 0 && !share_a_dim_v<Acc, L>) {
+    report<elementwise_operands_share_no_dim<diagnostic_dims_t<Acc>, diagnostic_dims_t<L>>>();
+    return false;
+  } else if constexpr (!check_static_agreement<Acc, L>()) {
+    return false;
   } else {
-    return elementwise_expr<Op, A, B>(op, std::forward<A>(a), std::forward<B>(b));
+    return check_operand_dims<Strict, union_t<Acc, L>, Rest...>();
   }
 }
-template <bool Strict, class Op, class A>
-auto make_checked(Op op, A&& a) {
-  return elementwise_expr<Op, A>(op, std::forward<A>(a));
-}
-template <bool Strict, class Op, class A, class B, class C>
-auto make_checked(Op op, A&& a, B&& b, C&& c) {
-  using LA = dims_of_t<A>;
-  using LB = dims_of_t<B>;
-  using LC = dims_of_t<C>;
-  using LAB = union_t<LA, LB>;
-  if constexpr (Strict && LA::size > 0 && LB::size > 0 && !share_a_dim_v<LA, LB>) {
-    report<elementwise_operands_share_no_dim<diagnostic_dims_t<LA>, diagnostic_dims_t<LB>>>();
-    return invalid_expression{};
-  } else if constexpr (Strict && LAB::size > 0 && LC::size > 0 && !share_a_dim_v<LAB, LC>) {
-    report<elementwise_operands_share_no_dim<diagnostic_dims_t<LAB>, diagnostic_dims_t<LC>>>();
-    return invalid_expression{};
-  } else if constexpr (!check_static_agreement<LA, LB>() || !check_static_agreement<LAB, LC>()) {
+template <bool Strict, class Op, class A, class... X>
+auto make_checked(Op op, A&& a, X&&... x) {
+  if constexpr (!check_operand_dims<Strict, dims_of_t<A>, dims_of_t<X>...>()) {
     return invalid_expression{};
   } else {
-    return elementwise_expr<Op, A, B, C>(op, std::forward<A>(a), std::forward<B>(b), std::forward<C>(c));
+    return elementwise_expr<Op, A, X...>(op, std::forward<A>(a), std::forward<X>(x)...);
   }
 }
 

@@ -1,13 +1,19 @@
 #pragma once
 /// \file
 /// Reductions by name: `sum<D...>(t)`, `max<D...>(t)`, `min<D...>(t)`,
-/// `mean<D...>(t)`. The result has t's dims without the reduced ones, in t's
-/// order; reducing over a dim t lacks is a compile error. max and min over
-/// an empty dim throw `shape_error` (as PyTorch does); mean over an empty dim
-/// gives NaN.
+/// `mean<D...>(t)`, `prod<D...>(t)`, `any<D...>(t)`, `all<D...>(t)`,
+/// `logsumexp<D...>(t)`. The result has t's dims without the reduced ones,
+/// in t's order; reducing over a dim t lacks is a compile error. max and min
+/// over an empty dim throw `shape_error` (as PyTorch does); mean over an
+/// empty dim gives NaN; prod gives 1, any false, all true and logsumexp
+/// -inf there, as in PyTorch.
 
 #include <array>
+#include <cmath>
 #include <cstddef>
+#include <limits>
+#include <type_traits>
+#include <vector>
 
 #include <dimsum/kernels/reference.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -70,9 +76,155 @@ class reduce_expr : public expression_tag {
   std::array<std::size_t, rank> extents_{};
 };
 
+namespace reductions {
+/// The product (1 over an empty dim).
+struct prod {
+  static constexpr const char* name = "prod";
+  template <class T>
+  using result_t = T;
+  template <class T, class Read>
+  static T reduce(std::size_t n, Read&& read) {
+    T acc(1);
+    for (std::size_t i = 0; i < n; ++i) acc *= read(i);
+    return acc;
+  }
+};
+/// Whether any element is nonzero (NaN is nonzero; false over an empty dim).
+struct any {
+  static constexpr const char* name = "any";
+  template <class T>
+  using result_t = bool;
+  template <class T, class Read>
+  static bool reduce(std::size_t n, Read&& read) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (read(i) != T(0)) return true;
+    return false;
+  }
+};
+/// Whether every element is nonzero (true over an empty dim).
+struct all {
+  static constexpr const char* name = "all";
+  template <class T>
+  using result_t = bool;
+  template <class T, class Read>
+  static bool reduce(std::size_t n, Read&& read) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (read(i) == T(0)) return false;
+    return true;
+  }
+};
+/// log(sum(exp(x))), computed as m + log(sum(exp(x - m))) with m the
+/// maximum, as torch.logsumexp: NaN if any element is NaN, +inf if one is
+/// +inf, -inf if all are -inf or the dim is empty.
+struct logsumexp {
+  static constexpr const char* name = "logsumexp";
+  template <class T>
+  using result_t = decltype(std::log(std::declval<T>()));
+  template <class T, class Read>
+  static result_t<T> reduce(std::size_t n, Read&& read) {
+    using R = result_t<T>;
+    R m = -std::numeric_limits<R>::infinity();
+    for (std::size_t i = 0; i < n; ++i) {
+      const R v = static_cast<R>(read(i));
+      if (std::isnan(v)) return v;
+      if (v > m) m = v;
+    }
+    if (std::isinf(m)) return m;
+    R s(0);
+    for (std::size_t i = 0; i < n; ++i) s += std::exp(static_cast<R>(read(i)) - m);
+    return m + std::log(s);
+  }
+};
+}  // namespace reductions
+
+/// A lazy reduction of E over the dims in Reduced (a dim_list) by a
+/// reduction functor (`reductions::prod`, `any`, `all`, `logsumexp`):
+/// `Op::reduce<T>(n, read)` folds the n elements `read(i)` of one output
+/// position.
+template <class Op, class Reduced, class E>
+class reduction_expr : public expression_tag {
+ public:
+  using value_type = typename Op::template result_t<value_type_of_t<E>>;
+  using dims = without_t<dims_of_t<E>, Reduced>;
+  static constexpr std::size_t rank = dims::size;
+
+  template <class X>
+  explicit reduction_expr(X&& e) : e_(std::forward<X>(e)) {
+    constexpr auto pos = positions_in<dims, dims_of_t<E>>();
+    const auto in = e_.extents();
+    for (std::size_t i = 0; i < rank; ++i) extents_[i] = in[pos[i]];
+  }
+
+  const std::array<std::size_t, rank>& extents() const { return extents_; }
+  const auto& operand() const { return e_; }
+
+  template <class Root>
+  auto evaluator() const {
+    return detail::materializing_evaluator<Root>(*this);
+  }
+  void eval_to(const strided<value_type, rank>& dst) const {
+    using In = dims_of_t<E>;
+    using T = value_type_of_t<E>;
+    auto&& src = detail::materialize(e_);
+    constexpr auto out_pos = positions_in<dims, In>();
+    constexpr auto red_pos = positions_in<Reduced, In>();
+    const auto in_ext = src.extents();
+    const auto in_st = src.strides();
+    for (std::size_t i = 0; i < rank; ++i)
+      if (in_ext[out_pos[i]] == 0) return;
+    // The offsets of one output position's elements, in row-major order of
+    // the reduced dims (none when a reduced dim is empty).
+    std::array<std::size_t, Reduced::size> red_ext{};
+    for (std::size_t i = 0; i < Reduced::size; ++i) red_ext[i] = in_ext[red_pos[i]];
+    std::vector<std::ptrdiff_t> offsets(detail::checked_product(red_ext.data(), Reduced::size));
+    std::array<std::size_t, Reduced::size> r{};
+    for (std::size_t k = 0; k < offsets.size(); ++k) {
+      std::ptrdiff_t o = 0;
+      for (std::size_t i = 0; i < Reduced::size; ++i) o += static_cast<std::ptrdiff_t>(r[i]) * in_st[red_pos[i]];
+      offsets[k] = o;
+      for (std::size_t i = Reduced::size; i-- > 0;) {
+        if (++r[i] < red_ext[i]) break;
+        r[i] = 0;
+      }
+    }
+    std::array<std::size_t, rank> idx{};
+    while (true) {
+      const T* base = src.data();
+      value_type* out = dst.data;
+      for (std::size_t i = 0; i < rank; ++i) {
+        base += static_cast<std::ptrdiff_t>(idx[i]) * in_st[out_pos[i]];
+        out += static_cast<std::ptrdiff_t>(idx[i]) * dst.strides[i];
+      }
+      *out = Op::template reduce<T>(offsets.size(), [&](std::size_t k) { return base[offsets[k]]; });
+      std::size_t d = rank;
+      while (true) {
+        if (d == 0) return;
+        --d;
+        if (++idx[d] < extents_[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  detail::closure_t<E> e_;
+  std::array<std::size_t, rank> extents_{};
+};
+
 namespace detail {
-template <kernels::reduce_op Op, class E, dimension... Ds>
-auto make_reduction(E&& e) {
+template <kernels::reduce_op Op>
+struct kernel_reduction {
+  template <class Reduced, class E>
+  using node = reduce_expr<Op, Reduced, E>;
+};
+template <class Op>
+struct functor_reduction {
+  template <class Reduced, class E>
+  using node = reduction_expr<Op, Reduced, E>;
+};
+
+template <class Node, class E, dimension... Ds>
+auto make_reduction_node(E&& e) {
   using L = dims_of_t<E>;
   if constexpr (is_invalid_v<E>) {
     return invalid_expression{};
@@ -99,8 +251,12 @@ auto make_reduction(E&& e) {
     report<reduction_names_a_dim_twice<diagnostic_name_t<at_t<dim_list<Ds...>, twice>>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
   } else {
-    return reduce_expr<Op, dim_list<Ds...>, E>(std::forward<E>(e));
+    return typename Node::template node<dim_list<Ds...>, E>(std::forward<E>(e));
   }
+}
+template <kernels::reduce_op Op, class E, dimension... Ds>
+auto make_reduction(E&& e) {
+  return make_reduction_node<kernel_reduction<Op>, E, Ds...>(std::forward<E>(e));
 }
 }  // namespace detail
 
@@ -123,6 +279,30 @@ auto min(E&& e) {
 template <dimension... Ds, named_expression E>
 auto mean(E&& e) {
   return detail::make_reduction<kernels::reduce_op::mean, E, Ds...>(std::forward<E>(e));
+}
+/// Product over the named dims (1 over an empty dim): `prod<posn>(t)`.
+template <dimension... Ds, named_expression E>
+auto prod(E&& e) {
+  return detail::make_reduction_node<detail::functor_reduction<reductions::prod>, E, Ds...>(std::forward<E>(e));
+}
+/// Whether any element over the named dims is nonzero (NaN counts; false
+/// over an empty dim); a bool expression: `any<posn>(isnan(t))`.
+template <dimension... Ds, named_expression E>
+auto any(E&& e) {
+  return detail::make_reduction_node<detail::functor_reduction<reductions::any>, E, Ds...>(std::forward<E>(e));
+}
+/// Whether every element over the named dims is nonzero (true over an
+/// empty dim); a bool expression: `all<posn>(t > 0.0f)`.
+template <dimension... Ds, named_expression E>
+auto all(E&& e) {
+  return detail::make_reduction_node<detail::functor_reduction<reductions::all>, E, Ds...>(std::forward<E>(e));
+}
+/// log(sum(exp(t))) over the named dims, stable (the maximum is taken out
+/// first), as torch.logsumexp: NaN if an element is NaN, +inf if one is
+/// +inf, -inf if all are -inf or a reduced dim is empty: `logsumexp<k_posn>(scores)`.
+template <dimension... Ds, named_expression E>
+auto logsumexp(E&& e) {
+  return detail::make_reduction_node<detail::functor_reduction<reductions::logsumexp>, E, Ds...>(std::forward<E>(e));
 }
 
 }  // namespace dimsum

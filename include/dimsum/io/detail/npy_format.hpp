@@ -19,8 +19,9 @@
 ///   of the non-zero extents must fit in `std::ptrdiff_t`);
 /// - the dtype must match `T` exactly; big-endian data ('>f4') is accepted
 ///   and byte-swapped, single-byte types accept '|', '<' and '>';
-/// - Fortran order is rejected, except when at most one extent differs from
-///   1 (then both orders lay the elements out identically);
+/// - Fortran order ('fortran_order': True, what np.save writes for a
+///   transposed or np.asfortranarray array) is read and transposed into C
+///   order, so `npy_array::data` is always C order of `shape`;
 /// - the data after the header must be exactly the size the shape needs
 ///   (shorter is truncation, longer is trailing data); this is checked
 ///   against the available byte count before anything is allocated, so no
@@ -62,7 +63,8 @@ struct npy_header {
   unsigned minor_version = 0;
 };
 
-/// The elements of a `.npy` file, in C order, with their shape.
+/// The elements of a `.npy` file, in C order (a Fortran-order file is
+/// transposed on reading), with their shape.
 /// For `T = bool`, `data` is a `std::vector<bool>` (no `data()` pointer).
 template <class T>
 struct npy_array {
@@ -459,10 +461,6 @@ data_plan plan_read(const npy_header& h, std::size_t available, std::string_view
     throw_npy_error(source, "expected '" + want + "' (" + npy_dtype_name(want) + ") but the file has '" +
                                 npy_printable(h.descr, 40) + "' (" + npy_dtype_name(h.descr) + ")");
   }
-  if (h.fortran_order && std::count_if(h.shape.begin(), h.shape.end(), [](std::size_t e) { return e != 1; }) > 1) {
-    throw_npy_error(source, "Fortran-order arrays are not supported; save with np.ascontiguousarray (shape " +
-                                npy_shape_string(h.shape) + ")");
-  }
   data_plan plan;
   plan.swap = *swap;
   const std::optional<std::size_t> count = npy_element_count(h.shape);
@@ -493,6 +491,34 @@ void swap_bytes(T* values, std::size_t count) {
     std::reverse(buffer, buffer + sizeof(T));
     std::memcpy(values + i, buffer, sizeof(T));
   }
+}
+
+/// Reorders `data`, the elements of `shape` in Fortran order (first axis
+/// fastest), into C order (last axis fastest). Nothing to do when at most
+/// one extent differs from 1: both orders are the same sequence then.
+template <class Vector>
+void fortran_to_c(Vector& data, const std::vector<std::size_t>& shape) {
+  const std::size_t rank = shape.size();
+  if (std::count_if(shape.begin(), shape.end(), [](std::size_t e) { return e != 1; }) <= 1 || data.empty()) return;
+  // Fortran strides: axis i steps over the product of the extents before it.
+  std::vector<std::size_t> stride(rank, 1);
+  for (std::size_t i = 1; i < rank; ++i) stride[i] = stride[i - 1] * shape[i - 1];
+  Vector out(data.size());
+  std::vector<std::size_t> idx(rank, 0);
+  std::size_t from = 0;  // the Fortran offset of idx
+  for (std::size_t to = 0; to < out.size(); ++to) {
+    out[to] = data[from];
+    // Odometer in C order (last axis fastest), keeping `from` in step.
+    for (std::size_t i = rank; i-- > 0;) {
+      if (++idx[i] < shape[i]) {
+        from += stride[i];
+        break;
+      }
+      from -= (shape[i] - 1) * stride[i];
+      idx[i] = 0;
+    }
+  }
+  data.swap(out);
 }
 
 /// Decodes `plan.bytes` bytes at `raw` into `out.data`.
@@ -590,6 +616,7 @@ npy_array<T> read_npy_bytes(std::string_view bytes, std::string_view source) {
   const npy_impl::data_plan plan = npy_impl::plan_read<T>(h, bytes.size() - h.data_offset, source);
   npy_array<T> out;
   npy_impl::decode(bytes.data() + h.data_offset, plan, out);
+  if (h.fortran_order) npy_impl::fortran_to_c(out.data, h.shape);
   out.shape = std::move(h.shape);
   return out;
 }
@@ -641,6 +668,7 @@ npy_array<T> read_npy(const std::string& path) {
     read_data(reinterpret_cast<char*>(out.data.data()));
     if (plan.swap) npy_impl::swap_bytes(out.data.data(), plan.count);
   }
+  if (h.fortran_order) npy_impl::fortran_to_c(out.data, h.shape);
   out.shape = std::move(h.shape);
   return out;
 }

@@ -35,3 +35,10 @@ save("f4_be_2x2.npy", (np.arange(4, dtype=np.float32) + 0.25).astype(">f4").resh
 save("f8_v2_3.npy", np.array([1.5, -2.5, 1e300]), version=(2, 0))
 save("i4_v3_2.npy", np.array([7, -7], dtype=np.int32), version=(3, 0))
 save("f4_fortran_2x3.npy", np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)))
+# Fortran order, transposed on reading (value(i) over the C-order flat index
+# of the shape as saved, restated in the C++ test "Fortran order"):
+# np.save of a transposed C array writes Fortran order as well.
+save("f8_fortran_2x3x4.npy", np.asfortranarray((np.arange(24, dtype=np.float64) * 0.25 - 3).reshape(2, 3, 4)))
+save("i4_transposed_4x3.npy", (np.arange(12, dtype=np.int32) * 7 - 40).reshape(3, 4).T)
+save("b1_fortran_3x2.npy", np.asfortranarray(np.array([[True, False], [False, False], [True, True]])))
+save("f4_be_fortran_2x2x2.npy", np.asfortranarray((np.arange(8, dtype=np.float32) + 0.5).astype(">f4").reshape(2, 2, 2)))
