@@ -40,6 +40,27 @@ concept module = boost::hana::Struct<std::remove_cvref_t<M>>::value;
 
 namespace detail {
 
+// Concatenates strings by appending: g++ 12 raises a false -Wrestrict (GCC
+// PR 105329) on `"literal" + std::string&&` at -O2, and messages are built
+// from many pieces anyway.
+template <class... S>
+std::string cat(const S&... s) {
+  std::string r;
+  (r.append(std::string_view(s)), ...);
+  return r;
+}
+
+// "3, 4" for extents {3, 4}.
+template <std::size_t N>
+std::string extents_string(const std::array<std::size_t, N>& e) {
+  std::string r;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i) r += ", ";
+    r += std::to_string(e[i]);
+  }
+  return r;
+}
+
 template <class X>
 struct sequence_traits {
   static constexpr bool value = false;
@@ -76,13 +97,14 @@ void visit_member(X&& x, const std::string& name, F& f) {
   } else if constexpr (module<D>) {
     boost::hana::for_each(boost::hana::accessors<D>(), [&](auto pair) {
       constexpr auto member_name = boost::hana::first(pair);
-      std::string full = name.empty() ? std::string() : name + ".";
+      std::string full = name;
+      if (!full.empty()) full += '.';
       full += boost::hana::to<const char*>(member_name);
       visit_member(boost::hana::second(pair)(x), full, f);
     });
   } else if constexpr (sequence_traits<D>::value && holds_parameters<D>()) {
     std::size_t i = 0;
-    for (auto&& element : x) visit_member(element, name + "." + std::to_string(i++), f);
+    for (auto&& element : x) visit_member(element, cat(name, ".", std::to_string(i++)), f);
   }
 }
 
@@ -147,10 +169,8 @@ std::string summary(const M& m) {
   std::vector<row> rows{{"name", "dims", "extents", "count"}};
   std::size_t total = 0;
   for_each_parameter(m, [&](const std::string& name, const auto& p) {
-    std::string ext;
-    for (std::size_t e : p.value.extents()) ext += (ext.empty() ? "" : ", ") + std::to_string(e);
-    rows.push_back({name, "(" + parameter_dim_names<std::remove_cvref_t<decltype(p)>>(", ") + ")", "(" + ext + ")",
-                    std::to_string(p.value.size())});
+    rows.push_back({name, detail::cat("(", parameter_dim_names<std::remove_cvref_t<decltype(p)>>(", "), ")"),
+                    detail::cat("(", detail::extents_string(p.value.extents()), ")"), std::to_string(p.value.size())});
     total += p.value.size();
   });
   rows.push_back({"total", "", "", std::to_string(total)});
