@@ -60,7 +60,7 @@ class sgd {
 
   /// One update of every parameter of `m` from its `grad`. Throws
   /// `shape_error` if a gradient's extents differ from its value's.
-  template <nn::module M>
+  template <class M>
   void step(M& m) {
     std::size_t i = 0;
     nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
