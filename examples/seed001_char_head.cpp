@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include <dimsum/nn/nn.hpp>
+#include <dimsum/nn/seeds/seeds.hpp>
 
 #include "seed_fixtures.hpp"
 
@@ -23,7 +24,7 @@ DIMSUM_DIM(k_time);
 
 int main() {
   // vocab = string.whitespace + ascii_letters + digits + punctuation
-  auto tok = nn::char_tokenizer::python_printable();
+  auto tok = nn::seeds::char_tokenizer::python_printable();
   auto data = tok.encode<chr>("Attention is all you need");  // torch.LongTensor(encode(text))
   std::cout << "vocab_size " << tok.size() << ", decode(encode(text)) = \"" << tok.decode(data) << "\"\n";
 
@@ -46,12 +47,12 @@ int main() {
   tensor<float, batch, time_, n_embd> x = emb_pos + emb_tok;                    // broadcast by name
 
   // key, query, value = nn.Linear(C, head_size, bias=False)
-  nn::char_head<float, n_embd, head_size> head(n_embd{5}, head_size{6});
+  nn::seeds::char_head<float, n_embd, head_size> head(n_embd{5}, head_size{6});
   head.key.weight = seeds::load<tensor<float, head_size, n_embd>>("seed001/key_weight.npy");
   head.query.weight = seeds::load<tensor<float, head_size, n_embd>>("seed001/query_weight.npy");
   head.value.weight = seeds::load<tensor<float, head_size, n_embd>>("seed001/value_weight.npy");
-  nn::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
-  auto out = head.forward<q_time, k_time>(x, &t);  // W = softmax(tril-masked q @ k^T * C**-0.5); out = W @ v
+  nn::seeds::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
+  auto out = head.forward<time_, q_time, k_time>(x, &t);  // W = softmax(tril-masked q @ k^T * C**-0.5); out = W @ v
 
   double worst = 0;
   worst = std::max(worst, seeds::report("x_ids", x_ids, "seed001/x_ids.npy"));

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include <dimsum/nn/nn.hpp>
+#include <dimsum/nn/seeds/seeds.hpp>
 
 #include "seed_fixtures.hpp"
 
@@ -33,14 +34,14 @@ int main() {
   auto all_context_vecs = dimsum::einsum<"token k_token, k_token d_in -> token d_in">(attn_weights, keys);
   std::cout << "attn_weights " << attn_weights << "\nall_context_vecs " << dimsum::eval(all_context_vecs) << "\n";
 
-  nn::self_attention_v1<float, d_in, d_out> sa_v1(d_in{3}, d_out{2});  // torch.manual_seed(123)
+  nn::seeds::self_attention_v1<float, d_in, d_out> sa_v1(d_in{3}, d_out{2});  // torch.manual_seed(123)
   sa_v1.W_query = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_query.npy");
   sa_v1.W_key = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_key.npy");
   sa_v1.W_value = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_value.npy");
   auto v1 = sa_v1(inputs);
   std::cout << "sa_v1(inputs) " << v1 << "\n";
 
-  nn::self_attention_v2<float, d_in, d_out> sa_v2(d_in{3}, d_out{2});  // torch.manual_seed(789)
+  nn::seeds::self_attention_v2<float, d_in, d_out> sa_v2(d_in{3}, d_out{2});  // torch.manual_seed(789)
   using lin = nn::linear<float, d_in, d_out>;
   sa_v2.W_query = lin::load(seeds::fixture("seed004/sa_v2/W_query_weight.npy"));
   sa_v2.W_key = lin::load(seeds::fixture("seed004/sa_v2/W_key_weight.npy"));

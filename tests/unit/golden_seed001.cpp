@@ -4,6 +4,7 @@
 #include "golden.hpp"
 
 #include <dimsum/nn/nn.hpp>
+#include <dimsum/nn/seeds/seeds.hpp>
 
 using dimsum::tensor;
 namespace nn = dimsum::nn;
@@ -22,7 +23,7 @@ DIMSUM_DIM(k_time);
 using namespace seed001;
 
 TEST_CASE("golden seed 001: tokenizer", "[golden][seed001]") {
-  auto tok = nn::char_tokenizer::python_printable();
+  auto tok = nn::seeds::char_tokenizer::python_printable();
   CHECK(tok.size() == 100);
   auto ids = tok.encode<chr>("Attention is all you need");
   golden::check(ids, "seed001/text_ids.npy");
@@ -57,12 +58,12 @@ TEST_CASE("golden seed 001: batches, embeddings and the single head", "[golden][
   tensor<float, batch, time_, n_embd> x = emb_tok + emb_pos;  // broadcast over batch by name
   golden::check(x, "seed001/x.npy");
 
-  nn::char_head<float, n_embd, head_size> head(n_embd{5}, head_size{6});
+  nn::seeds::char_head<float, n_embd, head_size> head(n_embd{5}, head_size{6});
   head.key.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/key_weight.npy");
   head.query.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/query_weight.npy");
   head.value.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/value_weight.npy");
-  nn::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
-  auto out = head.forward<q_time, k_time>(x, &t);
+  nn::seeds::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
+  auto out = head.forward<time_, q_time, k_time>(x, &t);
   golden::check(t.k, "seed001/k.npy");
   golden::check(t.q, "seed001/q.npy");
   golden::check(t.v, "seed001/v.npy");
@@ -75,6 +76,14 @@ TEST_CASE("golden seed 001: batches, embeddings and the single head", "[golden][
   auto ones = tensor<float, q_time, k_time>::ones(q_time{4}, k_time{4});
   golden::check(dimsum::causal_mask<q_time, k_time>(ones, 0.0f), "seed001/tril.npy");
   golden::check(dimsum::cast<float>(dimsum::tril(q_time{4}, k_time{4})), "seed001/tril.npy");
+
+  // The head finds Batch by name: x laid out (n_embd, time, batch), lazily
+  // permuted, gives PyTorch's numbers too.
+  tensor<float, n_embd, time_, batch> x_permuted = x;
+  decltype(t) t2;
+  auto out2 = head.forward<time_, q_time, k_time>(x_permuted * 1.0f, &t2);
+  golden::check(t2.weights, "seed001/weights.npy");
+  golden::check(out2, "seed001/out.npy");
 }
 
 TEST_CASE("golden seed 001: an out-of-range id is an error", "[golden][seed001]") {

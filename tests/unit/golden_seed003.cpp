@@ -105,3 +105,26 @@ TEST_CASE("golden seed 003: cross-attention with a padding mask", "[golden][seed
   check_case("seed003/mha_cross_padmask", true, padding_mask("seed003/mha_cross_padmask"));
   check_case("seed003/mha_cross_rand_padmask", true, padding_mask("seed003/mha_cross_rand_padmask"));
 }
+
+TEST_CASE("golden seed 003: multi-head attention finds its dims by name, in any layout", "[golden][seed003]") {
+  // The seed's cross-attention with a padding mask, every input permuted:
+  // q (emb, batch, q_seq), k (kv_seq, emb, batch), v (emb, kv_seq, batch),
+  // the mask (kv_seq, batch). The results are PyTorch's.
+  const std::string dir = "seed003/mha_cross_padmask";
+  auto m = load_mha();
+  tensor<float, emb_dim, batch, q_seq> q = golden::load<tensor<float, batch, q_seq, emb_dim>>(dir + "/q_in.npy");
+  auto kv_in = golden::load<tensor<float, batch, kv_seq, emb_dim>>(dir + "/kv_in.npy");
+  tensor<float, kv_seq, emb_dim, batch> k = kv_in;
+  tensor<float, emb_dim, kv_seq, batch> v = kv_in;
+  tensor<bool, kv_seq, batch> mask = padding_mask(dir);
+  mha_t::trace<batch, q_seq, kv_seq> t;
+  auto r = m(q, k, v, mask, &t);
+  static_assert(std::is_same_v<decltype(r.output), tensor<float, batch, q_seq, emb_dim>>);
+  golden::check(t.q_heads, dir + "/q_heads.npy");
+  golden::check(r.scores, dir + "/scores.npy");
+  golden::check(r.weights, dir + "/softscores.npy");
+  golden::check(r.output, dir + "/output.npy");
+  // A lazy query, with k and v in the seed's order, works the same way.
+  auto r2 = m(q * 1.0f, kv_in, kv_in, mask);
+  golden::check(r2.output, dir + "/output.npy");
+}

@@ -5,6 +5,7 @@
 #include "golden.hpp"
 
 #include <dimsum/nn/nn.hpp>
+#include <dimsum/nn/seeds/seeds.hpp>
 
 using dimsum::tensor;
 namespace nn = dimsum::nn;
@@ -62,7 +63,7 @@ namespace {
 template <class Module>
 void check_trace(const Module& m, const std::string& dir) {
   auto inputs = golden::load<tensor<float, token, d_in>>("seed004/inputs.npy");
-  nn::self_attention_trace<float, token, d_out> t;
+  nn::seeds::self_attention_trace<float, token, d_out> t;
   auto context = m(inputs, &t);
   golden::check(t.queries, dir + "/queries.npy");
   golden::check(t.keys, dir + "/keys.npy");
@@ -74,7 +75,7 @@ void check_trace(const Module& m, const std::string& dir) {
 }  // namespace
 
 TEST_CASE("golden seed 004: SelfAttention_v1 with the manual_seed(123) weights", "[golden][seed004]") {
-  nn::self_attention_v1<float, d_in, d_out> sa(d_in{3}, d_out{2});
+  nn::seeds::self_attention_v1<float, d_in, d_out> sa(d_in{3}, d_out{2});
   sa.W_query = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_query.npy");
   sa.W_key = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_key.npy");
   sa.W_value = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_value.npy");
@@ -90,7 +91,7 @@ TEST_CASE("golden seed 004: SelfAttention_v1 with the manual_seed(123) weights",
 TEST_CASE("golden seed 004: SelfAttention_v2 with the manual_seed(789) Linear layers", "[golden][seed004]") {
   for (bool bias : {false, true}) {
     const std::string dir = bias ? "seed004/sa_v2_bias" : "seed004/sa_v2";
-    nn::self_attention_v2<float, d_in, d_out> sa(d_in{3}, d_out{2}, bias);
+    nn::seeds::self_attention_v2<float, d_in, d_out> sa(d_in{3}, d_out{2}, bias);
     using lin = nn::linear<float, d_in, d_out>;
     auto b = [&](const char* n) { return bias ? golden::fixture(dir + "/" + n + "_bias.npy") : std::string(); };
     sa.W_query = lin::load(golden::fixture(dir + "/W_query_weight.npy"), b("W_query"));
@@ -99,7 +100,7 @@ TEST_CASE("golden seed 004: SelfAttention_v2 with the manual_seed(789) Linear la
     check_trace(sa, dir);
   }
   // The seed's printed v2 output, first row.
-  nn::self_attention_v2<float, d_in, d_out> sa(d_in{3}, d_out{2});
+  nn::seeds::self_attention_v2<float, d_in, d_out> sa(d_in{3}, d_out{2});
   using lin = nn::linear<float, d_in, d_out>;
   sa.W_query = lin::load(golden::fixture("seed004/sa_v2/W_query_weight.npy"));
   sa.W_key = lin::load(golden::fixture("seed004/sa_v2/W_key_weight.npy"));
@@ -107,4 +108,8 @@ TEST_CASE("golden seed 004: SelfAttention_v2 with the manual_seed(789) Linear la
   auto c = sa(golden::load<tensor<float, token, d_in>>("seed004/inputs.npy"));
   CHECK(c(token{0}, d_out{0}) == Approx(-0.0739).margin(1e-4));
   CHECK(c(token{0}, d_out{1}) == Approx(0.0713).margin(1e-4));
+  // The tokens are found by name: inputs laid out (d_in, token) give the
+  // same context (token, d_out) as PyTorch.
+  tensor<float, d_in, token> transposed = golden::load<tensor<float, token, d_in>>("seed004/inputs.npy");
+  golden::check(sa(transposed), "seed004/sa_v2/context.npy");
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <dimsum/nn/nn.hpp>
+#include <dimsum/nn/seeds/seeds.hpp>
 
 #include "support.hpp"
 
@@ -95,8 +96,8 @@ TEST_CASE("nn::multi_head_attention: zero heads is an error, a null trace pointe
   CHECK(test::flat(a.output) == test::flat(b.output));
 }
 
-TEST_CASE("nn::char_tokenizer: errors name the character or id", "[nn]") {
-  auto tok = nn::char_tokenizer::python_printable();
+TEST_CASE("nn::seeds::char_tokenizer: errors name the character or id", "[nn]") {
+  auto tok = nn::seeds::char_tokenizer::python_printable();
   REQUIRE_THROWS_WITH(tok.encode<posn>("a\xc3"), Catch::Contains("'\\xc3' at 1"));
   tensor<std::int64_t, posn> ids(posn{1});
   ids.data()[0] = 100;

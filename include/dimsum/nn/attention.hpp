@@ -104,6 +104,11 @@ struct multi_head_attention {
       throw shape_error("multi_head_attention: dim '" + std::string(NHeads::name.view()) + "' has extent " +
                         std::to_string(num_heads) + " and dim '" + std::string(DK::name.view()) + "' has extent " +
                         std::to_string(dim_k) + "; both must be at least 1");
+    if (num_heads > static_cast<std::size_t>(-1) / dim_k)
+      throw shape_error("multi_head_attention: dim '" + std::string(NHeads::name.view()) + "' of extent " +
+                        std::to_string(num_heads) + " times dim '" + std::string(DK::name.view()) + "' of extent " +
+                        std::to_string(dim_k) + " overflows std::size_t (dim '" +
+                        std::string(Features::name.view()) + "' is their product)");
     const Features f{num_heads * dim_k};
     q_linear = linear<T, Emb, Features>(emb, f);
     k_linear = linear<T, Emb, Features>(emb, f);
@@ -132,37 +137,57 @@ struct multi_head_attention {
   /// Attention of q (Batch, QSeq, Emb) over k and v (Batch, KSeq, Emb), with
   /// an optional bool mask (true = attend) whose dims are among Batch, QSeq,
   /// KSeq. Returns output (Batch, QSeq, Emb) and scores and weights (Batch,
-  /// NHeads, QSeq, KSeq).
-  /// q, k and v may be any named expressions (tensors, views, renames);
-  /// pass `&t` for a `trace<Batch, QSeq, KSeq>` to keep the intermediates.
+  /// NHeads, QSeq, KSeq), in those orders whatever the inputs' orders.
+  ///
+  /// Dims are found by name, in any order: q and k each have Emb and two
+  /// more dims; the one they share is the batch, q's other is QSeq and k's
+  /// other KSeq (so QSeq and KSeq must differ: rename one for
+  /// self-attention); v has Batch, KSeq and Emb. q, k and v may be any named
+  /// expressions (tensors, views, renames); pass `&t` for a
+  /// `trace<Batch, QSeq, KSeq>` to keep the intermediates (a null pointer
+  /// keeps none).
   template <named_expression Q, named_expression K, named_expression V, class M = no_mask,
             class Trace = std::nullptr_t>
   auto operator()(const Q& q, const K& k, const V& v, const M& mask = {}, Trace tr = nullptr) {
     using LQ = dims_of_t<Q>;
     using LK = dims_of_t<K>;
+    using LV = dims_of_t<V>;
     using dimsum::detail::report;
-    // q is (batch, query positions, Emb); k and v are (batch, key positions, Emb).
-    if constexpr (LQ::size != 3 || !contains_v<LQ, Emb> || index_of<LQ>(Emb::name.view()) != 2) {
+    // Every dim by name, in any order: Emb is the module's; of the other
+    // two dims of q and of k, the one they share is the batch, the other
+    // is q's (k's) positions.
+    using QRest = without_t<LQ, dim_list<Emb>>;
+    using KRest = without_t<LK, dim_list<Emb>>;
+    using Shared = without_t<QRest, without_t<QRest, KRest>>;
+    using required = dims<chars<'b', 'a', 't', 'c', 'h'>, chars<'p', 'o', 's', 'i', 't', 'i', 'o', 'n', 's'>,
+                          diagnostic_name_t<Emb>>;
+    if constexpr (!contains_v<LQ, Emb>) {
       report<attention_operand_lacks_a_dim<chars<'q'>, diagnostic_name_t<Emb>, diagnostic_dims_t<LQ>>>();
       return invalid_expression{};
-    } else if constexpr (LK::size != 3 || !contains_v<LK, Emb> || index_of<LK>(Emb::name.view()) != 2) {
+    } else if constexpr (!contains_v<LK, Emb>) {
       report<attention_operand_lacks_a_dim<chars<'k'>, diagnostic_name_t<Emb>, diagnostic_dims_t<LK>>>();
       return invalid_expression{};
+    } else if constexpr (LQ::size != 3) {
+      report<tensor_dims_are_not_the_required_dims<required, diagnostic_dims_t<LQ>>>();
+      return invalid_expression{};
+    } else if constexpr (LK::size != 3) {
+      report<tensor_dims_are_not_the_required_dims<required, diagnostic_dims_t<LK>>>();
+      return invalid_expression{};
+    } else if constexpr (Shared::size == 0) {
+      // k must share q's batch dim (one of q's other two).
+      report<attention_operand_lacks_a_dim<chars<'k'>, diagnostic_dims_t<QRest>, diagnostic_dims_t<LK>>>();
+      return invalid_expression{};
+    } else if constexpr (Shared::size == 2) {
+      // q and k share both: one of them is the positions, which need two names.
+      report<attention_query_and_key_positions_share_a_name<diagnostic_dims_t<Shared>>>();
+      return invalid_expression{};
     } else {
-      using Batch = dimsum::detail::at_t<LQ, 0>;
-      using QSeq = dimsum::detail::at_t<LQ, 1>;
-      using KSeq = dimsum::detail::at_t<LK, 1>;
-      if constexpr (QSeq::name.view() == KSeq::name.view()) {
-        report<attention_query_and_key_positions_share_a_name<diagnostic_name_t<QSeq>>>();
-        return invalid_expression{};
-      } else if constexpr (!has_dims<K, Batch, KSeq, Emb>) {
+      using Batch = dimsum::detail::at_t<Shared, 0>;
+      using QSeq = dimsum::detail::at_t<without_t<QRest, Shared>, 0>;
+      using KSeq = dimsum::detail::at_t<without_t<KRest, Shared>, 0>;
+      if constexpr (!same_name_set_v<LV, dim_list<Batch, KSeq, Emb>>) {
         report<tensor_dims_are_not_the_required_dims<
-            dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>, diagnostic_dims_t<LK>>>();
-        return invalid_expression{};
-      } else if constexpr (!has_dims<V, Batch, KSeq, Emb>) {
-        report<tensor_dims_are_not_the_required_dims<
-            dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>,
-            diagnostic_dims_t<dims_of_t<V>>>>();
+            dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>, diagnostic_dims_t<LV>>>();
         return invalid_expression{};
       } else {
         trace<Batch, QSeq, KSeq> local;

@@ -1,10 +1,12 @@
 #pragma once
 /// \file
-/// Seed 001: a character tokenizer over string.whitespace +
-/// string.ascii_letters + string.digits + string.punctuation (100 symbols)
-/// and one causal attention head with bias-free key, query and value Linear
-/// layers, scores scaled by C^-0.5 where C is the embedding width (as the
-/// seed writes it).
+/// Seed 001's own classes, in `dimsum::nn::seeds` (they reproduce one
+/// tutorial, they are not general building blocks): a character tokenizer
+/// over string.whitespace + string.ascii_letters + string.digits +
+/// string.punctuation (100 symbols) and one causal attention head with
+/// bias-free key, query and value Linear layers, scores scaled by C^-0.5
+/// where C is the embedding width (as the seed writes it). See
+/// examples/seed001_char_head.cpp.
 
 #include <cmath>
 #include <cstdio>
@@ -15,11 +17,14 @@
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/mask.hpp>
 #include <dimsum/ops/softmax.hpp>
+#include <dimsum/tensor/named.hpp>
 
-namespace dimsum::nn {
+namespace dimsum::nn::seeds {
 
-/// Encodes text to ids and back over a fixed vocabulary.
+/// Encodes text to ids and back over a fixed vocabulary: id i is the
+/// character `vocab[i]`.
 struct char_tokenizer {
+  /// The characters, in id order.
   std::string vocab;
 
   /// Python's string.whitespace + ascii_letters + digits + punctuation.
@@ -28,6 +33,7 @@ struct char_tokenizer {
             "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"};
   }
 
+  /// The vocabulary size.
   std::size_t size() const { return vocab.size(); }
 
   /// The ids of the characters of `text` along dim D; a character outside
@@ -69,27 +75,36 @@ struct char_tokenizer {
 /// W = q @ k^T * C^-0.5; causal (tril) mask with -inf; softmax; W @ v.
 template <class T, dimension Emb, dimension Head>
 struct char_head {
+  /// The bias-free Linear(C, head_size) layers, Emb -> Head.
   linear<T, Emb, Head> key, query, value;
 
   char_head(Emb emb, Head head) : key(emb, head, false), query(emb, head, false), value(emb, head, false) {}
 
-  /// The intermediates, in the seed's orders.
+  /// The intermediates, in the seed's orders: k, q, v (Batch, QT, Head);
+  /// scores_raw (q @ k^T), scores (scaled), scores_masked and weights
+  /// (Batch, QT, KT).
   template <dimension Batch, dimension QT, dimension KT>
   struct trace {
     tensor<T, Batch, QT, Head> k, q, v;
     tensor<T, Batch, QT, KT> scores_raw, scores, scores_masked, weights;
   };
 
-  /// x (Batch, Time, Emb) -> out (Batch, Time, Head). QT and KT name the
-  /// query and key positions of the score matrix: `head.forward<q_time, k_time>(x)`.
-  template <dimension QT, dimension KT, dimension Batch, dimension Time>
-  tensor<T, Batch, Time, Head> forward(const tensor<T, Batch, Time, Emb>& x, trace<Batch, QT, KT>* tr = nullptr) const {
+  /// x (Batch, Time, Emb), in any order, -> out (Batch, Time, Head). Time
+  /// is named (the causal mask runs along it); Batch is x's third dim,
+  /// found by name. QT and KT name the query and key positions of the
+  /// score matrix: `head.forward<time, q_time, k_time>(x)`. A trace pointer
+  /// (null: none) receives the intermediates.
+  template <dimension Time, dimension QT, dimension KT, named_expression X,
+            dimension Batch = dimsum::detail::at_t<without_t<dims_of_t<X>, dim_list<Time, Emb>>, 0>>
+    requires(dims_of_t<X>::size == 3 && contains_v<dims_of_t<X>, Time> && contains_v<dims_of_t<X>, Emb> &&
+             Time::name.view() != Emb::name.view())
+  tensor<T, Batch, Time, Head> forward(const X& x, trace<Batch, QT, KT>* tr = nullptr) const {
     trace<Batch, QT, KT> local;
     auto& t = tr ? *tr : local;
     t.k = rename<Time, QT>(key(x));
     t.q = rename<Time, QT>(query(x));
     t.v = rename<Time, QT>(value(x));
-    const T scale = static_cast<T>(std::pow(double(x.template extent<Emb>()), -0.5));  // C ** -0.5
+    const T scale = static_cast<T>(std::pow(double(extent<Emb>(x)), -0.5));  // C ** -0.5
     t.scores_raw = einsum<Batch, QT, KT>(t.q, rename<QT, KT>(t.k));  // q @ k.transpose(-2, -1)
     t.scores = t.scores_raw * scale;
     t.scores_masked = causal_mask<QT, KT>(t.scores, -std::numeric_limits<T>::infinity());
@@ -98,4 +113,4 @@ struct char_head {
   }
 };
 
-}  // namespace dimsum::nn
+}  // namespace dimsum::nn::seeds

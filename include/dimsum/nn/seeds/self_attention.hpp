@@ -1,9 +1,10 @@
 #pragma once
 /// \file
-/// Seed 004's SelfAttention_v1 (weight matrices (d_in, d_out) from
-/// torch.rand) and SelfAttention_v2 (nn.Linear layers, optional qkv bias):
-/// x (Token, DIn) -> context (Token, DOut), scores scaled by
-/// 1/sqrt(extent of DOut), softmax over the key tokens.
+/// Seed 004's own classes, in `dimsum::nn::seeds`: SelfAttention_v1
+/// (weight matrices (d_in, d_out) from torch.rand) and SelfAttention_v2
+/// (nn.Linear layers, optional qkv bias): x (Token, DIn) -> context (Token,
+/// DOut), scores scaled by 1/sqrt(extent of DOut), softmax over the key
+/// tokens. See examples/seed004_self_attention.cpp.
 
 #include <cmath>
 #include <cstdint>
@@ -12,19 +13,29 @@
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/tensor/concepts.hpp>
 
-namespace dimsum::nn {
+namespace dimsum::nn::seeds {
 
 /// The key positions of a self-attention over Token: the same positions
 /// under a second name (`key_token`), so queries and keys are different dims.
 template <dimension Token>
 struct key_position : dim<"key_token"> {};
 
-/// The intermediates of a self-attention forward pass.
+/// The intermediates of a self-attention forward pass: queries, keys,
+/// values (Token, DOut); attn_scores (before scaling) and attn_weights
+/// (Token, key_position<Token>).
 template <class T, dimension Token, dimension DOut>
 struct self_attention_trace {
   tensor<T, Token, DOut> queries, keys, values;
-  tensor<T, Token, key_position<Token>> attn_scores, attn_weights;  // scores before scaling
+  tensor<T, Token, key_position<Token>> attn_scores, attn_weights;
 };
+
+namespace detail {
+/// The dim of a rank-2 x other than DIn: the token positions, by name.
+template <class X, dimension DIn>
+using token_dim_t = dimsum::detail::at_t<without_t<dims_of_t<X>, dim_list<DIn>>, 0>;
+template <class X, class DIn>
+inline constexpr bool is_token_input_v = dims_of_t<X>::size == 2 && contains_v<dims_of_t<X>, DIn>;
+}  // namespace detail
 
 namespace detail {
 template <class T, dimension Token, dimension DOut>
@@ -37,8 +48,10 @@ tensor<T, Token, DOut> self_attend(self_attention_trace<T, Token, DOut>& t) {
 }
 }  // namespace detail
 
+/// SelfAttention_v1: x @ W for each of query, key and value.
 template <class T, dimension DIn, dimension DOut>
 struct self_attention_v1 {
+  /// The (DIn, DOut) weight matrices (`torch.rand` in the seed).
   tensor<T, DIn, DOut> W_query, W_key, W_value;
 
   self_attention_v1(DIn d_in, DOut d_out) : W_query(d_in, d_out), W_key(d_in, d_out), W_value(d_in, d_out) {}
@@ -52,9 +65,11 @@ struct self_attention_v1 {
     W_value = tensor<T, DIn, DOut>::random_uniform(seed + 2, i, o);
   }
 
-  /// x: any named expression with dims (Token, DIn).
-  template <named_expression X, dimension Token = dimsum::detail::at_t<dims_of_t<X>, 0>>
-    requires(has_dims<X, Token, DIn>)
+  /// x: any named expression with two dims, DIn and the tokens (Token, the
+  /// other one, found by name), in either order. A trace pointer (null:
+  /// none) receives the intermediates.
+  template <named_expression X, dimension Token = detail::token_dim_t<X, DIn>>
+    requires(detail::is_token_input_v<X, DIn>)
   tensor<T, Token, DOut> operator()(const X& x, self_attention_trace<T, Token, DOut>* tr = nullptr) const {
     self_attention_trace<T, Token, DOut> local;
     auto& t = tr ? *tr : local;
@@ -65,22 +80,28 @@ struct self_attention_v1 {
   }
 };
 
+/// SelfAttention_v2: nn.Linear layers for query, key and value.
 template <class T, dimension DIn, dimension DOut>
 struct self_attention_v2 {
+  /// The Linear(DIn, DOut) layers (bias only with qkv_bias).
   linear<T, DIn, DOut> W_query, W_key, W_value;
 
   self_attention_v2(DIn d_in, DOut d_out, bool qkv_bias = false)
       : W_query(d_in, d_out, qkv_bias), W_key(d_in, d_out, qkv_bias), W_value(d_in, d_out, qkv_bias) {}
 
+  /// PyTorch's Linear initialisation for each layer (seeds seed, seed + 1,
+  /// seed + 2).
   void reset_parameters(std::uint64_t seed) {
     W_query.reset_parameters(seed);
     W_key.reset_parameters(seed + 1);
     W_value.reset_parameters(seed + 2);
   }
 
-  /// x: any named expression with dims (Token, DIn).
-  template <named_expression X, dimension Token = dimsum::detail::at_t<dims_of_t<X>, 0>>
-    requires(has_dims<X, Token, DIn>)
+  /// x: any named expression with two dims, DIn and the tokens (Token, the
+  /// other one, found by name), in either order. A trace pointer (null:
+  /// none) receives the intermediates.
+  template <named_expression X, dimension Token = detail::token_dim_t<X, DIn>>
+    requires(detail::is_token_input_v<X, DIn>)
   tensor<T, Token, DOut> operator()(const X& x, self_attention_trace<T, Token, DOut>* tr = nullptr) const {
     self_attention_trace<T, Token, DOut> local;
     auto& t = tr ? *tr : local;
@@ -91,4 +112,4 @@ struct self_attention_v2 {
   }
 };
 
-}  // namespace dimsum::nn
+}  // namespace dimsum::nn::seeds
