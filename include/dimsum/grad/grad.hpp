@@ -1,0 +1,14 @@
+#pragma once
+/// \file
+/// The umbrella header of reverse-mode differentiation: the tape, vars,
+/// parameters and every operation's gradient rule. See docs/design.md,
+/// "Gradients", and docs/reference.md.
+
+#include <dimsum/grad/parameter.hpp>
+#include <dimsum/grad/rules/einsum.hpp>
+#include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/grad/rules/mask.hpp>
+#include <dimsum/grad/rules/reduce.hpp>
+#include <dimsum/grad/rules/rename.hpp>
+#include <dimsum/grad/rules/softmax.hpp>
+#include <dimsum/grad/tape.hpp>

@@ -1,0 +1,201 @@
+#pragma once
+/// \file
+/// einsum and rearrange on vars (both spellings, grouped axes, any number
+/// of operands). The gradient with respect to operand j is itself an
+/// einsum: of the output's gradient with the other operands, onto operand
+/// j's dims (DESIGN.md §10); dims summed out of operand j alone are
+/// broadcast back. Grouped axes are handled on the flat labels: a group
+/// `(nheads d_head)` of a row-major tensor is the same memory as its split
+/// dims, so the rule contracts flat views and the result lands in operand
+/// j's gradient unchanged.
+///
+///     auto q = dimsum::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w_q);
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include <dimsum/grad/tape.hpp>
+#include <dimsum/ops/einsum.hpp>
+
+namespace dimsum::grad::detail {
+
+/// Positions in operand J's flat dims of the labels that the output or
+/// another operand also has (the others are summed out of J alone).
+template <std::size_t J, class FlatOut, class... Flats>
+constexpr auto kept_positions() {
+  using FJ = std::tuple_element_t<J, std::tuple<Flats...>>;
+  constexpr auto shared = [](std::string_view n) {
+    if (dimsum::detail::find_name(FlatOut::names, n) != dimsum::detail::npos) return true;
+    std::size_t k = 0;
+    bool found = false;
+    ((found = found || (k++ != J && dimsum::detail::find_name(Flats::names, n) != dimsum::detail::npos)), ...);
+    return found;
+  };
+  constexpr std::size_t count = [&] {
+    std::size_t c = 0;
+    for (auto n : FJ::names) c += shared(n) ? 1 : 0;
+    return c;
+  }();
+  std::array<std::size_t, count> out{};
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < FJ::size; ++i)
+    if (shared(FJ::names[i])) out[c++] = i;
+  return out;
+}
+
+/// Sends the gradient g (flat output dims FlatOut, extents gext) to operand
+/// J: an einsum of g with the other operands' flat views onto J's flat dims.
+template <std::size_t J, class FlatOut, class... Flats, class T, class Nodes, class Exts>
+void einsum_grad_to(const T* g, const std::array<std::size_t, FlatOut::size>& gext, const Nodes& nodes,
+                    const Exts& exts) {
+  auto& nj = *std::get<J>(nodes);
+  if (!nj.requires_grad) return;
+  using FJ = std::tuple_element_t<J, std::tuple<Flats...>>;
+  using Keep = dimsum::detail::select_t<FJ, kept_positions<J, FlatOut, Flats...>()>;
+  constexpr std::size_t n = sizeof...(Flats);
+  const view_for_t<const T, FlatOut> gv(g, gext, dimsum::detail::row_major_strides(gext));
+  auto views = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::make_tuple(view_for_t<const T, Flats>(std::get<K>(nodes)->value().data(), std::get<K>(exts),
+                                                      dimsum::detail::row_major_strides(std::get<K>(exts)))...);
+  }(std::make_index_sequence<n>{});
+  auto contraction = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return dimsum::detail::make_einsum<Keep>(gv, std::get<(K < J ? K : K + 1)>(views)...);
+  }(std::make_index_sequence<n - 1>{});
+  using TJ = tensor_for_t<T, FJ>;
+  if constexpr (Keep::size == FJ::size) {
+    const TJ full = std::move(contraction);
+    nj.accumulate_raw(full.data());
+  } else {
+    const tensor_for_t<T, Keep> reduced = std::move(contraction);
+    const TJ full = TJ::from_extents(std::get<J>(exts)) + reduced;
+    nj.accumulate_raw(full.data());
+  }
+}
+
+/// Records a contraction whose value is computed; its operands are the
+/// vars `ops` with flat dims Flats (their groups split) and flat extents
+/// `exts`; the output's flat dims are FlatOut with extents `out_ext`.
+template <class FlatOut, class... Flats, class Value, class... Vs>
+auto record_einsum(Value&& value, const std::tuple<Vs...>& ops,
+                   const std::tuple<std::array<std::size_t, Flats::size>...>& exts,
+                   const std::array<std::size_t, FlatOut::size>& out_ext) {
+  auto nodes = std::apply([](const auto&... v) { return std::make_tuple(v.node()...); }, ops);
+  tape* t = std::apply([](const auto&... v) { return common_tape({v.owner()...}); }, ops);
+  const bool rg = std::apply([](const auto&... v) { return (v.requires_grad() || ...); }, ops);
+  return record(t, std::forward<Value>(value), rg, [nodes, exts, out_ext](const auto& g, const auto&) {
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      (einsum_grad_to<J, FlatOut, Flats...>(g.data(), out_ext, nodes, exts), ...);
+    }(std::index_sequence_for<Flats...>{});
+  });
+}
+
+template <class... X>
+constexpr std::size_t leading_operands() {
+  std::size_t n = 0;
+  for (bool is_op : {(var_like<X> || named_expression<X>)...}) {
+    if (!is_op) break;
+    ++n;
+  }
+  return n;
+}
+
+/// The string spelling on vars: the forward is dimsum's einsum of the
+/// values; the flat dims and extents come from the same parser and group
+/// resolution the forward used.
+template <fixed_string S, bool Rearrange, class... Args>
+auto einsum_string_var(Args&&... args) {
+  namespace dd = dimsum::detail;
+  constexpr std::size_t n_ops = leading_operands<Args...>();
+  auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+  return [&]<std::size_t... J, std::size_t... X>(std::index_sequence<J...>, std::index_sequence<X...>) {
+    auto ops = std::make_tuple(lift(std::get<J>(std::move(all)))...);
+    using Ops = decltype(ops);
+    auto fwd = dd::einsum_string_args<S, Rearrange>(std::get<J>(ops).value()..., std::get<n_ops + X>(all)...);
+    if constexpr (is_invalid_v<decltype(fwd)>) {
+      return invalid_expression{};
+    } else {
+      using T = value_type_of_t<decltype(fwd)>;
+      tensor_for_t<T, dims_of_t<decltype(fwd)>> value = std::move(fwd);
+      using XL = dim_list<std::remove_cvref_t<std::tuple_element_t<n_ops + X, decltype(all)>>...>;
+      using Pool = typename dd::union_all<typename std::tuple_element_t<J, Ops>::dims..., XL>::type;
+      using Flats = std::tuple<
+          typename dd::flat_operand_dims<S, J, typename std::tuple_element_t<J, Ops>::dims, Pool>::type...>;
+      using FlatPool = typename dd::union_all<std::tuple_element_t<J, Flats>...>::type;
+      static constexpr const dd::parsed_einsum& p = dd::parsed_v<S>;
+      constexpr auto pos = [] {
+        std::array<std::size_t, p.output.n_labels> a{};
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] = dd::find_name(FlatPool::names, p.output.labels[i]);
+        return a;
+      }();
+      using FlatOut = dd::select_t<FlatPool, pos>;
+      const auto values = std::forward_as_tuple(std::get<J>(ops).value()...);
+      const std::tuple<std::remove_cvref_t<std::tuple_element_t<n_ops + X, decltype(all)>>...> extras{
+          std::get<n_ops + X>(all)...};
+      const std::tuple<std::array<std::size_t, std::tuple_element_t<J, Flats>::size>...> exts{
+          dd::split_groups<S, J, p.inputs[J].n_items, std::tuple_element_t<J, Flats>>(
+              std::get<J>(values), dd::all_group_extents<S, J, std::tuple_element_t<J, Flats>>(values, extras))
+              .extents()...};
+      std::array<std::size_t, FlatOut::size> out_ext{};
+      (
+          [&] {
+            using FJ = std::tuple_element_t<J, Flats>;
+            for (std::size_t i = 0; i < FlatOut::size; ++i) {
+              const std::size_t k = dd::find_name(FJ::names, FlatOut::names[i]);
+              if (k != dd::npos) out_ext[i] = std::get<J>(exts)[k];
+            }
+          }(),
+          ...);
+      return record_einsum<FlatOut, std::tuple_element_t<J, Flats>...>(std::move(value), ops, exts, out_ext);
+    }
+  }(std::make_index_sequence<n_ops>{}, std::make_index_sequence<sizeof...(Args) - n_ops>{});
+}
+
+}  // namespace dimsum::grad::detail
+
+namespace dimsum {
+
+/// einsum, string spelling, on vars (any operand a `grad::var`; tensors
+/// among the operands are constants): records the contraction on the tape.
+/// Same string rules and errors as on tensors.
+template <fixed_string S, class A, class... Rest>
+  requires(grad::detail::any_var_v<A, Rest...>)
+auto einsum(A&& a, Rest&&... rest) {
+  return grad::detail::einsum_string_var<S, false>(std::forward<A>(a), std::forward<Rest>(rest)...);
+}
+
+/// rearrange on a var: records the permutation / regrouping; its gradient
+/// is the inverse rearrangement.
+template <fixed_string S, class A, class... Rest>
+  requires(grad::detail::any_var_v<A, Rest...>)
+auto rearrange(A&& a, Rest&&... rest) {
+  return grad::detail::einsum_string_var<S, true>(std::forward<A>(a), std::forward<Rest>(rest)...);
+}
+
+/// einsum, named spelling, on vars: `einsum<a, c>(x, y)` keeps a and c and
+/// sums every other dim; records the contraction on the tape.
+template <dimension... Out, class A, class... Rest>
+  requires(grad::detail::any_var_v<A, Rest...>)
+auto einsum(A&& a, Rest&&... rest) {
+  auto ops = std::make_tuple(grad::detail::lift(std::forward<A>(a)), grad::detail::lift(std::forward<Rest>(rest))...);
+  auto fwd = std::apply([](const auto&... v) { return detail::make_einsum<dim_list<Out...>>(v.value()...); }, ops);
+  if constexpr (is_invalid_v<decltype(fwd)>) {
+    return invalid_expression{};
+  } else {
+    using T = value_type_of_t<decltype(fwd)>;
+    using R = dims_of_t<decltype(fwd)>;
+    tensor_for_t<T, R> value = std::move(fwd);
+    const auto out_ext = value.extents();
+    const auto exts = std::apply([](const auto&... v) { return std::make_tuple(v.extents()...); }, ops);
+    return std::apply(
+        [&](const auto&... v) {
+          return grad::detail::record_einsum<R, typename std::remove_cvref_t<decltype(v)>::dims...>(std::move(value),
+                                                                                                     ops, exts, out_ext);
+        },
+        ops);
+  }
+}
+
+}  // namespace dimsum

@@ -1,0 +1,396 @@
+#pragma once
+/// \file
+/// `grad::tape` and `grad::var<T, Dims...>`: reverse-mode differentiation
+/// as in PyTorch's autograd. A tape records, in order, every operation on
+/// vars; `tape.backward(loss)` walks it backwards and accumulates each
+/// parameter's gradient into `parameter::grad`. A var holds its value
+/// (evaluated eagerly, so it prints and debugs like a tensor) and its node
+/// on the tape. Gradients have exactly the dims of what they are the
+/// gradient of (DESIGN.md §10). See docs/design.md, "Gradients".
+///
+///     dimsum::grad::tape tape;
+///     auto w = tape.watch(W);                         // W: parameter<float, d_in, d_out>
+///     auto y = dimsum::einsum<"b d_in, d_in d_out -> b d_out">(x, w);
+///     tape.backward(dimsum::sum<b, d_out>(y * y));    // W.grad += d loss / d W
+
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <dimsum/grad/parameter.hpp>
+#include <dimsum/ops/elementwise.hpp>
+#include <dimsum/tensor/tensor.hpp>
+
+namespace dimsum {
+
+/// Base of `grad::var`: makes namespace dimsum an associated namespace of
+/// every var, so the var overloads of dimsum's operations are found by
+/// argument-dependent lookup (inside templates too).
+struct var_tag {};
+
+// --- compile-time errors of the gradient API (docs/errors.md) ---
+template <class Dims>
+struct backward_needs_a_rank_0_loss {
+  static_assert(detail::always_false<Dims>,
+                "dimsum: tape.backward(loss) needs a rank-0 loss; reduce it first (sum<...> or mean<...>), as torch "
+                "requires a scalar");
+};
+template <class What>
+struct backward_needs_a_var {
+  static_assert(detail::always_false<What>,
+                "dimsum: tape.backward(loss) needs a grad::var recorded on the tape, not a tensor or expression");
+};
+template <class What>
+struct gradient_of_something_that_is_not_a_parameter_or_var {
+  static_assert(detail::always_false<What>,
+                "dimsum: gradient(x) needs a parameter or a grad::var; a tensor or expression has no gradient "
+                "(watch it on the tape first)");
+};
+template <class Asked, class Actual>
+struct gradient_dims_differ_from_the_variable_dims {
+  static_assert(detail::always_false<Asked, Actual>,
+                "dimsum: gradient<Dims...>(x) asks for dims that differ from x's dims (a gradient has exactly its "
+                "variable's dims)");
+};
+
+namespace grad {
+
+/// Misuse of a tape found at run time: backward twice, vars of two tapes
+/// in one operation, a loss from another tape.
+struct tape_error : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+class tape;
+
+namespace detail {
+
+/// One recorded operation: propagates its output's gradient to its inputs.
+struct node_base {
+  virtual ~node_base() = default;
+  virtual void propagate() = 0;
+  bool requires_grad = false;
+};
+
+/// The node of a var with dims Ds: its value, its gradient (allocated on
+/// the first contribution) and the rule that sends the gradient on.
+template <class T, dimension... Ds>
+struct var_node final : node_base {
+  using tensor_type = tensor<T, Ds...>;
+  using rule_type = std::function<void(const tensor_type& grad, const tensor_type& value)>;
+
+  tensor_type own;                   // the value, unless it is a parameter's
+  const tensor_type* value_ptr = &own;
+  tensor_type grad;
+  bool has_grad = false;
+  rule_type rule;
+
+  const tensor_type& value() const { return *value_ptr; }
+
+  /// grad += e, where e has these dims or a subset of them (broadcast).
+  template <class E>
+  void accumulate(E&& e) {
+    if constexpr (same_name_set_v<dim_list<Ds...>, dims_of_t<E>>) {
+      if (!has_grad) {
+        grad = std::forward<E>(e);
+        has_grad = true;
+        return;
+      }
+    }
+    ensure_grad();
+    grad = grad + std::forward<E>(e);
+  }
+  /// grad += the buffer at p, laid out as this node's value (row-major).
+  void accumulate_raw(const T* p) {
+    ensure_grad();
+    T* g = grad.data();
+    const std::size_t n = grad.size();
+    for (std::size_t i = 0; i < n; ++i) g[i] += p[i];
+  }
+  void ensure_grad() {
+    if (!has_grad) {
+      grad = tensor_type::from_extents(value().extents());
+      has_grad = true;
+    }
+  }
+  void propagate() override {
+    if (has_grad && rule) rule(grad, value());
+  }
+};
+
+template <class X>
+inline constexpr bool is_var_v = false;
+
+}  // namespace detail
+
+/// A value recorded on a tape: `value()` is a materialised
+/// `tensor<T, Ds...>`; operations on vars (the same spellings as on
+/// tensors: einsum, `+ - * /`, softmax, sum, ...) record their backward
+/// rule. A var made from a constant has no gradient and no tape.
+template <class T, dimension... Ds>
+class var : public var_tag {
+ public:
+  using value_type = T;
+  using dims = dim_list<Ds...>;
+  static constexpr std::size_t rank = sizeof...(Ds);
+  using tensor_type = tensor<T, Ds...>;
+  using node_type = detail::var_node<T, Ds...>;
+
+  var() : node_(std::make_shared<node_type>()) {}
+  var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)), tape_(t) {}
+
+  /// The materialised value.
+  const tensor_type& value() const { return node_->value(); }
+  std::array<std::size_t, rank> extents() const { return value().extents(); }
+  /// The extent of dim D (by name).
+  template <dimension D>
+  std::size_t extent() const {
+    return value().template extent<D>();
+  }
+  /// The single value of a rank-0 var (a loss).
+  T item() const
+    requires(rank == 0)
+  {
+    return value().item();
+  }
+  /// Whether a gradient flows into this var (it depends on a watched leaf).
+  bool requires_grad() const { return node_->requires_grad; }
+  /// The tape this var is recorded on (null for a constant).
+  grad::tape* owner() const { return tape_; }
+  const std::shared_ptr<node_type>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<node_type> node_;
+  grad::tape* tape_ = nullptr;
+};
+
+namespace detail {
+template <class T, dimension... Ds>
+inline constexpr bool is_var_v<var<T, Ds...>> = true;
+template <class X>
+concept var_like = is_var_v<std::remove_cvref_t<X>>;
+template <class... X>
+inline constexpr bool any_var_v = (var_like<X> || ...);
+
+template <class T, class L>
+struct var_for;
+template <class T, dimension... Ds>
+struct var_for<T, dim_list<Ds...>> {
+  using type = var<T, Ds...>;
+};
+}  // namespace detail
+
+/// The var type with value type T and the dims of list L.
+template <class T, class L>
+using var_for_t = typename detail::var_for<T, L>::type;
+
+/// Records operations on vars and runs them backwards. One tape is one
+/// forward and backward pass (a training step): make a new one per step.
+/// Not copyable or movable (vars point at it); watched parameters must
+/// outlive it and keep their values until backward has run.
+class tape {
+ public:
+  tape() = default;
+  tape(const tape&) = delete;
+  tape& operator=(const tape&) = delete;
+
+  /// A var whose gradient is accumulated into `p.grad` by backward
+  /// (PyTorch's leaf semantics: `p.grad += d loss / d p`). The var reads
+  /// `p.value` in place.
+  template <class T, dimension... Ds>
+  var<T, Ds...> watch(parameter<T, Ds...>& p) {
+    auto n = std::make_shared<detail::var_node<T, Ds...>>();
+    n->value_ptr = &p.value;
+    n->requires_grad = true;
+    parameter<T, Ds...>* pp = &p;
+    n->rule = [pp](const tensor<T, Ds...>& g, const tensor<T, Ds...>&) {
+      if (pp->grad.extents() != pp->value.extents()) pp->zero_grad();
+      T* d = pp->grad.data();
+      const T* s = g.data();
+      for (std::size_t i = 0, n = g.size(); i < n; ++i) d[i] += s[i];
+    };
+    push(n);
+    return var<T, Ds...>(this, std::move(n));
+  }
+
+  /// A leaf var of value `t` whose gradient backward keeps on the tape,
+  /// read with `gradient(v)` (an input you want d loss / d input of).
+  template <class T, dimension... Ds>
+  var<T, Ds...> watch(tensor<T, Ds...> t) {
+    auto n = std::make_shared<detail::var_node<T, Ds...>>();
+    n->own = std::move(t);
+    n->requires_grad = true;
+    push(n);
+    return var<T, Ds...>(this, std::move(n));
+  }
+
+  /// A var without gradient (an input or a constant): evaluates e.
+  template <named_expression E>
+  auto constant(E&& e) {
+    if constexpr (is_invalid_v<E>) {
+      return invalid_expression{};
+    } else {
+      using V = var_for_t<value_type_of_t<E>, dims_of_t<E>>;
+      auto n = std::make_shared<typename V::node_type>();
+      n->own = std::forward<E>(e);
+      return V(this, std::move(n));
+    }
+  }
+
+  /// Runs the tape backwards from `loss`, a rank-0 var recorded on this
+  /// tape: every watched parameter's `grad` is increased by
+  /// d loss / d parameter. A tape runs backward once.
+  template <class V>
+  void backward(const V& loss) {
+    if constexpr (is_invalid_v<V>) {
+      return;
+    } else if constexpr (!detail::var_like<V>) {
+      if constexpr (named_expression<V>)
+        dimsum::detail::report<backward_needs_a_var<diagnostic_dims_t<dims_of_t<V>>>>();
+      else
+        dimsum::detail::report<backward_needs_a_var<V>>();
+    } else if constexpr (V::rank != 0) {
+      dimsum::detail::report<backward_needs_a_rank_0_loss<diagnostic_dims_t<typename V::dims>>>();
+    } else {
+      if (done_) throw tape_error("tape.backward: this tape has run backward already; record a new tape per step");
+      if (loss.owner() != this && loss.owner() != nullptr)
+        throw tape_error("tape.backward: the loss was recorded on another tape");
+      done_ = true;
+      if (!loss.requires_grad()) return;  // nothing watched reaches the loss
+      auto& n = *loss.node();
+      n.ensure_grad();
+      n.grad.fill(typename V::value_type(1));
+      const std::size_t start = index_of_node(loss.node().get());
+      for (std::size_t i = start + 1; i-- > 0;) nodes_[i]->propagate();
+    }
+  }
+
+  /// Number of operations recorded (watched leaves included).
+  std::size_t size() const { return nodes_.size(); }
+
+  /// Records a node (used by the operations on vars).
+  void push(std::shared_ptr<detail::node_base> n) {
+    if (done_) throw tape_error("tape: recording on a tape that has run backward; record a new tape per step");
+    nodes_.push_back(std::move(n));
+  }
+
+ private:
+  std::size_t index_of_node(const detail::node_base* p) const {
+    for (std::size_t i = nodes_.size(); i-- > 0;)
+      if (nodes_[i].get() == p) return i;
+    throw tape_error("tape.backward: the loss is not recorded on this tape");
+  }
+
+  std::vector<std::shared_ptr<detail::node_base>> nodes_;
+  bool done_ = false;
+};
+
+namespace detail {
+
+/// The tape shared by the vars of one operation (null when all are
+/// constants); vars of two different tapes are a tape_error.
+inline tape* common_tape(std::initializer_list<tape*> ts) {
+  tape* t = nullptr;
+  for (tape* x : ts) {
+    if (!x) continue;
+    if (t && t != x) throw tape_error("an operation mixes vars of two different tapes");
+    t = x;
+  }
+  return t;
+}
+
+template <class X>
+tape* tape_of(const X& x) {
+  if constexpr (var_like<X>)
+    return x.owner();
+  else
+    return nullptr;
+}
+template <class X>
+bool needs_grad(const X& x) {
+  if constexpr (var_like<X>)
+    return x.requires_grad();
+  else
+    return false;
+}
+
+/// A var of any operand: a var as it is, a named expression evaluated as a
+/// constant var. Scalars pass through.
+template <class X>
+decltype(auto) lift(X&& x) {
+  if constexpr (var_like<X> || !named_expression<X>) {
+    return std::forward<X>(x);
+  } else {
+    using V = var_for_t<value_type_of_t<X>, dims_of_t<X>>;
+    auto n = std::make_shared<typename V::node_type>();
+    n->own = std::forward<X>(x);
+    return V(nullptr, std::move(n));
+  }
+}
+
+/// The value of an operand: a var's tensor, or the scalar itself.
+template <class X>
+decltype(auto) value_of(const X& x) {
+  if constexpr (var_like<X>)
+    return x.value();
+  else
+    return (x);
+}
+
+/// Records the result of an operation: `value` (a tensor) becomes a var on
+/// tape t; when `requires_grad`, `rule(grad, value)` will send its
+/// gradient to the inputs during backward.
+template <class T, dimension... Ds, class Rule>
+var<T, Ds...> record(tape* t, tensor<T, Ds...>&& value, bool requires_grad, Rule&& rule) {
+  auto n = std::make_shared<var_node<T, Ds...>>();
+  n->own = std::move(value);
+  if (requires_grad && t) {
+    n->requires_grad = true;
+    n->rule = std::forward<Rule>(rule);
+    t->push(n);
+  }
+  return var<T, Ds...>(t, std::move(n));
+}
+
+}  // namespace detail
+}  // namespace grad
+
+/// The gradient of a parameter (its `grad`) or of a watched var (what the
+/// last backward accumulated; zeros if nothing reached it), as a tensor
+/// with exactly its dims. `gradient<Ds...>(x)` also states the dims, in
+/// order: a compile error naming both lists when they differ.
+template <dimension... Ask, class X>
+decltype(auto) gradient(const X& x) {
+  using P = std::remove_cvref_t<X>;
+  if constexpr (is_parameter_v<P> || grad::detail::var_like<P>) {
+    using L = typename P::dims;
+    if constexpr (sizeof...(Ask) > 0 && !(L::size == sizeof...(Ask) && [] {
+                                           constexpr std::array<std::string_view, sizeof...(Ask)> a{Ask::name.view()...};
+                                           for (std::size_t i = 0; i < a.size(); ++i)
+                                             if (a[i] != L::names[i]) return false;
+                                           return true;
+                                         }())) {
+      detail::report<gradient_dims_differ_from_the_variable_dims<dims<diagnostic_name_t<Ask>...>, diagnostic_dims_t<L>>>();
+      return invalid_expression{};
+    } else if constexpr (is_parameter_v<P>) {
+      return static_cast<const typename P::tensor_type&>(x.grad);
+    } else {
+      x.node()->ensure_grad();
+      return static_cast<const typename P::tensor_type&>(x.node()->grad);
+    }
+  } else {
+    if constexpr (named_expression<P>)
+      detail::report<gradient_of_something_that_is_not_a_parameter_or_var<diagnostic_dims_t<dims_of_t<P>>>>();
+    else
+      detail::report<gradient_of_something_that_is_not_a_parameter_or_var<P>>();
+    return invalid_expression{};
+  }
+}
+
+}  // namespace dimsum

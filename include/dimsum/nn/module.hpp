@@ -1,0 +1,191 @@
+#pragma once
+/// \file
+/// Parameters found by reflection. A module is a struct whose members are
+/// declared with `BOOST_HANA_DEFINE_STRUCT` (or adapted afterwards with
+/// `BOOST_HANA_ADAPT_STRUCT`); Hana gives each member with its name, so
+/// `for_each_parameter(m, f)` visits every `parameter<T, Ds...>` member with
+/// its dotted name ("blocks.0.attn.W_Q"): nested modules recursively,
+/// `std::array` and `std::vector` of modules or parameters as "name.i".
+/// Members of any other type (sizes, flags, plain tensors used as buffers)
+/// are not parameters and are skipped, as PyTorch skips plain attributes.
+/// `zero_grad`, `parameter_count`, `summary`, the optimizers and the state
+/// dicts are all built on this one visitor. See tests/unit/optim_module.cpp.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/adapt_struct.hpp>
+#include <boost/hana/define_struct.hpp>
+#include <boost/hana/first.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/second.hpp>
+#include <boost/hana/string.hpp>
+#include <boost/hana/concept/struct.hpp>
+
+#include <dimsum/grad/parameter.hpp>
+
+namespace dimsum::nn {
+
+/// A type whose members Hana can enumerate with their names: declared with
+/// `BOOST_HANA_DEFINE_STRUCT` or adapted with `BOOST_HANA_ADAPT_STRUCT`.
+template <class M>
+concept module = boost::hana::Struct<std::remove_cvref_t<M>>::value;
+
+namespace detail {
+
+// Concatenates strings by appending: g++ 12 raises a false -Wrestrict (GCC
+// PR 105329) on `"literal" + std::string&&` at -O2, and messages are built
+// from many pieces anyway.
+template <class... S>
+std::string cat(const S&... s) {
+  std::string r;
+  (r.append(std::string_view(s)), ...);
+  return r;
+}
+
+// "3, 4" for extents {3, 4}.
+template <std::size_t N>
+std::string extents_string(const std::array<std::size_t, N>& e) {
+  std::string r;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i) r += ", ";
+    r += std::to_string(e[i]);
+  }
+  return r;
+}
+
+template <class X>
+struct sequence_traits {
+  static constexpr bool value = false;
+};
+template <class X, std::size_t N>
+struct sequence_traits<std::array<X, N>> {
+  static constexpr bool value = true;
+  using element = X;
+};
+template <class X, class A>
+struct sequence_traits<std::vector<X, A>> {
+  static constexpr bool value = true;
+  using element = X;
+};
+
+template <class X>
+constexpr bool holds_parameters() {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_parameter_v<D> || module<D>)
+    return true;
+  else if constexpr (sequence_traits<D>::value)
+    return holds_parameters<typename sequence_traits<D>::element>();
+  else
+    return false;
+}
+
+// Visits one member `x` named `name`: a parameter, a module, or a sequence
+// of either; anything else holds no parameters.
+template <class X, class F>
+void visit_member(X&& x, const std::string& name, F& f) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_parameter_v<D>) {
+    f(name, x);
+  } else if constexpr (module<D>) {
+    boost::hana::for_each(boost::hana::accessors<D>(), [&](auto pair) {
+      constexpr auto member_name = boost::hana::first(pair);
+      std::string full = name;
+      if (!full.empty()) full += '.';
+      full += boost::hana::to<const char*>(member_name);
+      visit_member(boost::hana::second(pair)(x), full, f);
+    });
+  } else if constexpr (sequence_traits<D>::value && holds_parameters<D>()) {
+    std::size_t i = 0;
+    for (auto&& element : x) visit_member(element, cat(name, ".", std::to_string(i++)), f);
+  }
+}
+
+template <class L, std::size_t... I>
+std::string dim_names(std::index_sequence<I...>, std::string_view sep) {
+  std::string s;
+  ((s += (I ? sep : std::string_view()), s += L::names[I]), ...);
+  return s;
+}
+
+}  // namespace detail
+
+/// Calls `f(name, p)` for every parameter `p` of module `m`, in declaration
+/// order, with its dotted name (`std::string`): a member `W_Q` of the second
+/// element of a `std::array` member `blocks` is "blocks.1.W_Q". `p` is
+/// const when `m` is. Example:
+///
+///     for_each_parameter(model, [](const std::string& name, auto& p) { p.value.fill(0); });
+template <class M, class F>
+  requires module<M>
+void for_each_parameter(M&& m, F&& f) {
+  detail::visit_member(m, std::string(), f);
+}
+
+/// Sets every parameter's gradient to zeros (`optimizer.zero_grad()` /
+/// `module.zero_grad(set_to_none=False)` in PyTorch).
+template <module M>
+void zero_grad(M& m) {
+  for_each_parameter(m, [](const std::string&, auto& p) { p.zero_grad(); });
+}
+
+/// The number of trainable elements of `m` (the sum of every parameter's
+/// element count, `sum(p.numel() for p in m.parameters())`).
+template <module M>
+std::size_t parameter_count(const M& m) {
+  std::size_t n = 0;
+  for_each_parameter(m, [&](const std::string&, const auto& p) { n += p.value.size(); });
+  return n;
+}
+
+/// The dims of parameter type `P` by name, space-separated ("d_model d_head").
+template <class P>
+  requires is_parameter_v<P>
+std::string parameter_dim_names(std::string_view sep = " ") {
+  using L = typename std::remove_cvref_t<P>::dims;
+  return detail::dim_names<L>(std::make_index_sequence<L::size>{}, sep);
+}
+
+/// A table of `m`'s parameters, one line each: dotted name, dims by name,
+/// extents and element count, then the total; for printing
+/// (`std::cout << summary(model)`).
+///
+///     name          dims             extents       count
+///     embed.weight  (vocab, d_model) (65, 32)      2080
+///     ...
+///     total                                        2208
+template <module M>
+std::string summary(const M& m) {
+  struct row {
+    std::string name, dims, extents, count;
+  };
+  std::vector<row> rows{{"name", "dims", "extents", "count"}};
+  std::size_t total = 0;
+  for_each_parameter(m, [&](const std::string& name, const auto& p) {
+    rows.push_back({name, detail::cat("(", parameter_dim_names<std::remove_cvref_t<decltype(p)>>(", "), ")"),
+                    detail::cat("(", detail::extents_string(p.value.extents()), ")"), std::to_string(p.value.size())});
+    total += p.value.size();
+  });
+  rows.push_back({"total", "", "", std::to_string(total)});
+  std::size_t w[3] = {0, 0, 0};
+  for (const auto& r : rows) {
+    w[0] = std::max(w[0], r.name.size());
+    w[1] = std::max(w[1], r.dims.size());
+    w[2] = std::max(w[2], r.extents.size());
+  }
+  std::ostringstream out;
+  for (const auto& r : rows) {
+    out << r.name << std::string(w[0] - r.name.size() + 2, ' ') << r.dims << std::string(w[1] - r.dims.size() + 2, ' ')
+        << r.extents << std::string(w[2] - r.extents.size() + 2, ' ') << r.count << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace dimsum::nn

@@ -1,0 +1,128 @@
+#pragma once
+/// \file
+/// `optim::adamw`: Adam with decoupled weight decay (Loshchilov & Hutter),
+/// with PyTorch 1.13's update (`torch.optim.AdamW`, `_single_tensor_adamw`)
+/// and its defaults, AMSGrad optional. The moments of each parameter have
+/// that parameter's dims. See tests/unit/optim_adamw.cpp.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <dimsum/nn/module.hpp>
+#include <dimsum/optim/parameter_states.hpp>
+
+namespace dimsum::optim {
+
+/// AdamW's hyper-parameters with `torch.optim.AdamW`'s defaults.
+struct adamw_options {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+/// The state AdamW keeps per parameter `P`: its step count and the first
+/// and second moments (and their running maximum with AMSGrad), each with
+/// the parameter's dims; zeros when created, as in PyTorch.
+template <class P>
+struct adamw_state {
+  explicit adamw_state(const P& p)
+      : exp_avg(P::tensor_type::from_extents(p.value.extents())),
+        exp_avg_sq(P::tensor_type::from_extents(p.value.extents())) {}
+  std::int64_t step = 0;
+  typename P::tensor_type exp_avg;
+  typename P::tensor_type exp_avg_sq;
+  typename P::tensor_type max_exp_avg_sq;  // used with amsgrad only
+};
+
+/// AdamW, PyTorch 1.13's formula: for each element, with g the gradient
+/// (negated if `maximize`), p the value and t the parameter's step count
+/// after incrementing it,
+///
+///     p = p * (1 - lr * weight_decay)
+///     m = beta1 * m + (1 - beta1) * g
+///     v = beta2 * v + (1 - beta2) * g * g
+///     v_hat = amsgrad ? (v_max = max(v_max, v)) : v
+///     p = p - lr / (1 - beta1^t) * m / (sqrt(v_hat) / sqrt(1 - beta2^t) + eps)
+///
+///     optim::adamw opt({.lr = 3e-4});
+///     opt.step(model);
+class adamw {
+ public:
+  /// Checks the options as PyTorch does (lr, eps, weight_decay not negative,
+  /// 0 <= beta < 1); otherwise throws `optimizer_error`.
+  explicit adamw(adamw_options o = {}) : options(o) {
+    if (!(o.lr >= 0.0)) throw optimizer_error(nn::detail::cat("adamw: invalid learning rate ", std::to_string(o.lr)));
+    if (!(o.eps >= 0.0)) throw optimizer_error(nn::detail::cat("adamw: invalid epsilon ", std::to_string(o.eps)));
+    if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) throw optimizer_error(nn::detail::cat("adamw: invalid beta1 ", std::to_string(o.beta1)));
+    if (!(o.beta2 >= 0.0 && o.beta2 < 1.0)) throw optimizer_error(nn::detail::cat("adamw: invalid beta2 ", std::to_string(o.beta2)));
+    if (!(o.weight_decay >= 0.0))
+      throw optimizer_error(nn::detail::cat("adamw: invalid weight_decay ", std::to_string(o.weight_decay)));
+  }
+
+  /// One update of every parameter of `m` from its `grad`. Throws
+  /// `shape_error` if a gradient's extents differ from its value's.
+  template <nn::module M>
+  void step(M& m) {
+    std::size_t i = 0;
+    nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
+      detail::check_grad_extents(name, p);
+      update(p, states_.get(i++, name, p));
+    });
+    states_.check_count(i);
+  }
+
+  /// The state of parameter `name` (of type `P`) after a step.
+  template <class P>
+  const adamw_state<P>& state(const std::string& name) const {
+    return states_.template find<P>(name);
+  }
+
+  /// The hyper-parameters; `options.lr` may be changed between steps.
+  adamw_options options;
+
+ private:
+  template <class P>
+  void update(P& p, adamw_state<P>& s) const {
+    using T = typename P::value_type;
+    s.step += 1;
+    // The scalars are Python floats in PyTorch: computed in double, then
+    // used in the parameter's type.
+    const double t = double(s.step);
+    const double bias_correction1 = 1.0 - std::pow(options.beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(options.beta2, t);
+    const T step_size = T(options.lr / bias_correction1);
+    const T bc2_sqrt = T(std::sqrt(bias_correction2));
+    const T decay = T(1.0 - options.lr * options.weight_decay);
+    const T b1 = T(options.beta1), b2 = T(options.beta2), one_b1 = T(1.0 - options.beta1),
+            one_b2 = T(1.0 - options.beta2), eps = T(options.eps);
+    if (options.amsgrad && s.max_exp_avg_sq.size() != p.value.size())
+      s.max_exp_avg_sq = P::tensor_type::from_extents(p.value.extents());
+    const std::size_t n = p.value.size();
+    T* v = p.value.data();
+    const T* g = p.grad.data();
+    T* m = s.exp_avg.data();
+    T* q = s.exp_avg_sq.data();
+    T* qmax = options.amsgrad ? s.max_exp_avg_sq.data() : nullptr;
+    for (std::size_t k = 0; k < n; ++k) {
+      const T gk = options.maximize ? -g[k] : g[k];
+      v[k] = v[k] * decay;
+      m[k] = m[k] * b1 + one_b1 * gk;
+      q[k] = q[k] * b2 + one_b2 * (gk * gk);
+      T second = q[k];
+      if (qmax) second = qmax[k] = std::max(qmax[k], q[k]);
+      const T denom = std::sqrt(second) / bc2_sqrt + eps;
+      v[k] = v[k] - step_size * (m[k] / denom);
+    }
+  }
+
+  parameter_states<adamw_state> states_;
+};
+
+}  // namespace dimsum::optim

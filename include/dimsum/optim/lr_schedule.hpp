@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// `optim::warmup_cosine_schedule`: the learning rate rises linearly from 0
+/// over `warmup_steps`, then decays along a half cosine to `min_lr` at
+/// `total_steps`, and stays there. See tests/unit/optim_schedule.cpp.
+
+#include <cmath>
+#include <cstddef>
+#include <numbers>
+#include <string>
+
+#include <dimsum/optim/parameter_states.hpp>
+
+namespace dimsum::optim {
+
+/// Linear warmup then cosine decay. For step s (0-based: the s-th call of
+/// `step`, as PyTorch's `LambdaLR` counts), with W = warmup_steps and
+/// N = total_steps:
+///
+///     s < W:        lr = base_lr * s / W
+///     W <= s < N:   lr = min_lr + (base_lr - min_lr) * (1 + cos(pi * (s - W) / (N - W))) / 2
+///     s >= N:       lr = min_lr
+///
+/// With min_lr = 0 this is Hugging Face's `get_cosine_schedule_with_warmup`
+/// (num_cycles = 0.5), except that it stays at min_lr after N instead of
+/// rising again.
+///
+///     optim::warmup_cosine_schedule schedule{.base_lr = 3e-4, .warmup_steps = 100, .total_steps = 5000};
+///     opt.options.lr = schedule(step);
+struct warmup_cosine_schedule {
+  double base_lr;
+  std::size_t warmup_steps = 0;
+  std::size_t total_steps;
+  double min_lr = 0.0;
+
+  /// The learning rate for step `s`; throws `optimizer_error` if
+  /// `warmup_steps > total_steps`.
+  double operator()(std::size_t s) const {
+    if (warmup_steps > total_steps)
+      throw optimizer_error(nn::detail::cat("warmup_cosine_schedule: warmup_steps (", std::to_string(warmup_steps),
+                                            ") exceeds total_steps (", std::to_string(total_steps), ")"));
+    if (s < warmup_steps) return base_lr * double(s) / double(warmup_steps);
+    if (s >= total_steps) return min_lr;
+    const double progress = double(s - warmup_steps) / double(total_steps - warmup_steps);
+    return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  }
+};
+
+}  // namespace dimsum::optim

@@ -1,0 +1,107 @@
+#pragma once
+/// \file
+/// `parameter_states<State>`: the per-parameter state an optimizer keeps
+/// (momentum buffers, Adam moments), typed by each parameter's own type and
+/// created on the first step, in the order `for_each_parameter` visits the
+/// module. Also `optimizer_error`, thrown for invalid hyper-parameters and
+/// for a module whose parameters changed between steps. See
+/// tests/unit/optim_sgd.cpp.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dimsum/core/errors.hpp>
+#include <dimsum/nn/module.hpp>
+
+namespace dimsum::optim {
+
+/// An invalid optimizer or schedule setting (a negative learning rate,
+/// nesterov without momentum, ...) or a module whose parameters (names or
+/// types) differ from the ones the optimizer's state was created for.
+struct optimizer_error : error {
+  using error::error;
+};
+
+namespace detail {
+// Throws shape_error unless `p.grad` has the extents of `p.value`: an
+// optimizer step reads both element by element.
+template <class P>
+void check_grad_extents(const std::string& name, const P& p) {
+  if (p.value.extents() == p.grad.extents()) return;
+  throw shape_error(nn::detail::cat("parameter '", name, "' (", nn::parameter_dim_names<P>(", "),
+                                    ") has value extents (", nn::detail::extents_string(p.value.extents()),
+                                    ") but gradient extents (", nn::detail::extents_string(p.grad.extents()),
+                                    "); call zero_grad() or run a backward pass first"));
+}
+}  // namespace detail
+
+/// The optimizer state of every parameter of one module: one `State<P>` per
+/// parameter of type `P`, kept in visiting order with the parameter's
+/// dotted name. `get` creates a state on first use and afterwards checks
+/// that the same parameter (name and type) sits at that position.
+template <template <class> class State>
+class parameter_states {
+ public:
+  /// The state of the `index`-th parameter `p` named `name`, made with
+  /// `State<P>(p)` the first time.
+  template <class P>
+  State<P>& get(std::size_t index, const std::string& name, const P& p) {
+    if (index == slots_.size()) {
+      auto s = std::make_unique<slot<State<P>>>(name, p);
+      auto& state = s->state;
+      slots_.push_back(std::move(s));
+      return state;
+    }
+    if (index > slots_.size())
+      throw optimizer_error(nn::detail::cat("optimizer state: parameter '", name, "' visited out of order"));
+    auto* s = dynamic_cast<slot<State<P>>*>(slots_[index].get());
+    if (!s || slots_[index]->name != name)
+      throw optimizer_error(nn::detail::cat("optimizer state: parameter ", std::to_string(index), " is '", name, "' (",
+                                            nn::parameter_dim_names<P>(", "), ") but the state was created for '",
+                                            slots_[index]->name,
+                                            "'; the module's parameters changed since the first step"));
+    return s->state;
+  }
+
+  /// Checks that a step visited exactly the parameters the state holds.
+  void check_count(std::size_t visited) const {
+    if (visited != slots_.size())
+      throw optimizer_error(nn::detail::cat("optimizer state: the module has ", std::to_string(visited),
+                                            " parameters but the state was created for ",
+                                            std::to_string(slots_.size())));
+  }
+
+  /// The state of parameter `name` of type `P`, for inspection; throws
+  /// `optimizer_error` if there is none (before the first step) or it has
+  /// another type.
+  template <class P>
+  const State<P>& find(const std::string& name) const {
+    for (const auto& s : slots_)
+      if (s->name == name) {
+        if (auto* typed = dynamic_cast<const slot<State<P>>*>(s.get())) return typed->state;
+        throw optimizer_error(nn::detail::cat("optimizer state: parameter '", name, "' is not of the requested type"));
+      }
+    throw optimizer_error(nn::detail::cat("optimizer state: no state for parameter '", name, "'"));
+  }
+
+  /// How many parameters have a state.
+  std::size_t size() const { return slots_.size(); }
+
+ private:
+  struct slot_base {
+    explicit slot_base(std::string n) : name(std::move(n)) {}
+    virtual ~slot_base() = default;
+    std::string name;
+  };
+  template <class S>
+  struct slot : slot_base {
+    template <class P>
+    slot(const std::string& n, const P& p) : slot_base(n), state(p) {}
+    S state;
+  };
+  std::vector<std::unique_ptr<slot_base>> slots_;
+};
+
+}  // namespace dimsum::optim

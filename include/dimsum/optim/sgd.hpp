@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// `optim::sgd`: stochastic gradient descent with momentum, dampening,
+/// Nesterov momentum and L2 weight decay, with PyTorch 1.13's update
+/// (`torch.optim.SGD`, `_single_tensor_sgd`) and its defaults. Works on any
+/// module whose parameters `for_each_parameter` finds; the momentum buffer
+/// of each parameter has that parameter's dims. See tests/unit/optim_sgd.cpp.
+
+#include <cstddef>
+#include <string>
+
+#include <dimsum/nn/module.hpp>
+#include <dimsum/optim/parameter_states.hpp>
+
+namespace dimsum::optim {
+
+/// SGD's hyper-parameters, as `torch.optim.SGD` names them. `lr` has no
+/// default (PyTorch requires it).
+struct sgd_options {
+  double lr;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  bool maximize = false;
+};
+
+/// The state SGD keeps per parameter `P`: the momentum buffer (same dims as
+/// the parameter), created from the first gradient when momentum is used.
+template <class P>
+struct sgd_state {
+  explicit sgd_state(const P&) {}
+  typename P::tensor_type momentum_buffer;
+  bool has_momentum_buffer = false;
+};
+
+/// Stochastic gradient descent, PyTorch 1.13's formula: for each element,
+/// with g the gradient (negated if `maximize`) and p the value,
+///
+///     g = g + weight_decay * p                     (if weight_decay != 0)
+///     b = g on the first step, else momentum * b + (1 - dampening) * g
+///     g = nesterov ? g + momentum * b : b          (if momentum != 0)
+///     p = p - lr * g
+///
+///     optim::sgd opt({.lr = 0.1, .momentum = 0.9});
+///     opt.step(model);  // reads every p.grad, updates every p.value
+class sgd {
+ public:
+  /// Checks the options as PyTorch does: lr, momentum and weight_decay not
+  /// negative, and nesterov only with momentum > 0 and dampening == 0;
+  /// otherwise throws `optimizer_error`.
+  explicit sgd(sgd_options o) : options(o) {
+    if (!(o.lr >= 0.0)) throw optimizer_error(nn::detail::cat("sgd: invalid learning rate ", std::to_string(o.lr)));
+    if (!(o.momentum >= 0.0)) throw optimizer_error(nn::detail::cat("sgd: invalid momentum ", std::to_string(o.momentum)));
+    if (!(o.weight_decay >= 0.0))
+      throw optimizer_error(nn::detail::cat("sgd: invalid weight_decay ", std::to_string(o.weight_decay)));
+    if (o.nesterov && (o.momentum <= 0.0 || o.dampening != 0.0))
+      throw optimizer_error("sgd: nesterov momentum requires a momentum and zero dampening");
+  }
+
+  /// One update of every parameter of `m` from its `grad`. Throws
+  /// `shape_error` if a gradient's extents differ from its value's.
+  template <nn::module M>
+  void step(M& m) {
+    std::size_t i = 0;
+    nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
+      detail::check_grad_extents(name, p);
+      update(p, states_.get(i++, name, p));
+    });
+    states_.check_count(i);
+  }
+
+  /// The state of parameter `name` (of type `P`) after a step.
+  template <class P>
+  const sgd_state<P>& state(const std::string& name) const {
+    return states_.template find<P>(name);
+  }
+
+  /// The hyper-parameters; `options.lr` may be changed between steps (as a
+  /// schedule does).
+  sgd_options options;
+
+ private:
+  template <class P>
+  void update(P& p, sgd_state<P>& s) const {
+    using T = typename P::value_type;
+    const std::size_t n = p.value.size();
+    T* v = p.value.data();
+    const T* g = p.grad.data();
+    const T wd = T(options.weight_decay), mom = T(options.momentum), damp = T(1.0 - options.dampening),
+            lr = T(options.lr);
+    const bool first = options.momentum != 0.0 && !s.has_momentum_buffer;
+    if (first) {
+      s.momentum_buffer = P::tensor_type::from_extents(p.value.extents());
+      s.has_momentum_buffer = true;
+    }
+    T* b = options.momentum != 0.0 ? s.momentum_buffer.data() : nullptr;
+    for (std::size_t k = 0; k < n; ++k) {
+      T d = options.maximize ? -g[k] : g[k];
+      if (options.weight_decay != 0.0) d = d + wd * v[k];
+      if (b) {
+        b[k] = first ? d : b[k] * mom + damp * d;
+        d = options.nesterov ? d + mom * b[k] : b[k];
+      }
+      v[k] = v[k] - lr * d;
+    }
+  }
+
+  parameter_states<sgd_state> states_;
+};
+
+}  // namespace dimsum::optim

@@ -1,0 +1,128 @@
+// grad/tape.hpp: the tape, vars, watched parameters, typed gradients,
+// accumulation across backward passes, zero_grad, and the run-time misuses.
+#include "grad_check.hpp"
+
+#include <type_traits>
+
+using dimsum::parameter;
+using dimsum::tensor;
+namespace grad = dimsum::grad;
+
+namespace {
+DIMSUM_DIM(row);
+DIMSUM_DIM(col);
+DIMSUM_DIM(out);
+
+using w_t = parameter<double, col, out>;
+using x_t = tensor<double, row, col>;
+
+x_t make_x() {
+  x_t x(row{2}, col{3});
+  for (std::size_t r = 0; r < 2; ++r)
+    for (std::size_t c = 0; c < 3; ++c) x(row{r}, col{c}) = double(r + 1) * 0.5 + double(c);
+  return x;
+}
+w_t make_w() {
+  tensor<double, col, out> w(col{3}, out{2});
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t o = 0; o < 2; ++o) w(col{c}, out{o}) = 0.1 * double(c) - 0.2 * double(o) + 0.3;
+  return w_t(w);
+}
+}  // namespace
+
+TEST_CASE("grad tape: a gradient has exactly its parameter's dims", "[grad][tape]") {
+  w_t w = make_w();
+  static_assert(std::is_same_v<decltype(w.grad), tensor<double, col, out>>);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(dimsum::gradient(w))>, tensor<double, col, out>>);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(dimsum::gradient<col, out>(w))>, tensor<double, col, out>>);
+  grad::tape t;
+  auto v = t.watch(w);
+  static_assert(std::is_same_v<decltype(v), grad::var<double, col, out>>);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(dimsum::gradient(v))>, tensor<double, col, out>>);
+  CHECK(t.size() == 1);
+}
+
+TEST_CASE("grad tape: d/dW sum((x W)^2) = 2 x^T (x W), accumulated into W.grad", "[grad][tape]") {
+  w_t w = make_w();
+  const x_t x = make_x();
+  grad::tape t;
+  auto y = dimsum::einsum<"row col, col out -> row out">(x, t.watch(w));
+  static_assert(std::is_same_v<decltype(y), grad::var<double, row, out>>);
+  auto loss = dimsum::sum<row, out>(y * y);
+  static_assert(std::is_same_v<decltype(loss), grad::var<double>>);
+  t.backward(loss);
+  // By hand: y = x W, dL/dW[c, o] = sum_r 2 y[r, o] x[r, c], with plain loops.
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t o = 0; o < 2; ++o) {
+      double want = 0;
+      for (std::size_t r = 0; r < 2; ++r) {
+        double yro = 0;
+        for (std::size_t k = 0; k < 3; ++k) yro += x(row{r}, col{k}) * w.value(col{k}, out{o});
+        want += 2 * yro * x(row{r}, col{c});
+      }
+      CHECK(w.grad(col{c}, out{o}) == Approx(want).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("grad tape: gradients accumulate over passes until zero_grad (PyTorch semantics)", "[grad][tape]") {
+  w_t w = make_w();
+  const x_t x = make_x();
+  auto pass = [&] {
+    grad::tape t;
+    t.backward(dimsum::sum<row, out>(dimsum::einsum<"row col, col out -> row out">(x, t.watch(w))));
+  };
+  pass();
+  const tensor<double, col, out> once = w.grad;
+  // d/dW[c, o] sum_{r, o} (x W)[r, o] = sum_r x[r, c].
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t o = 0; o < 2; ++o) CHECK(once(col{c}, out{o}) == Approx(x(row{0}, col{c}) + x(row{1}, col{c})));
+  pass();
+  for (std::size_t i = 0; i < once.size(); ++i) CHECK(w.grad.data()[i] == Approx(2 * once.data()[i]));
+  w.zero_grad();
+  for (std::size_t i = 0; i < once.size(); ++i) CHECK(w.grad.data()[i] == 0.0);
+}
+
+TEST_CASE("grad tape: a parameter watched twice in one pass gets both contributions", "[grad][tape]") {
+  w_t w = make_w();
+  grad::tape t;
+  auto a = t.watch(w);
+  auto b = t.watch(w);
+  t.backward(dimsum::sum<col, out>(a * b));  // d/dW sum(W * W) = 2 W
+  for (std::size_t i = 0; i < w.value.size(); ++i) CHECK(w.grad.data()[i] == Approx(2 * w.value.data()[i]));
+}
+
+TEST_CASE("grad tape: constants have no gradient; a watched tensor keeps its gradient on the tape", "[grad][tape]") {
+  w_t w = make_w();
+  grad::tape t;
+  auto x = t.watch(make_x());
+  auto c = t.constant(make_x() * 2.0);
+  CHECK_FALSE(c.requires_grad());
+  CHECK(x.requires_grad());
+  auto y = dimsum::einsum<"row col, col out -> row out">(x + c, t.watch(w));
+  t.backward(dimsum::sum<row, out>(y));
+  // d/dx[r, c] sum_{r, o} ((x + c) W)[r, o] = sum_o W[c, o].
+  const auto& gx = dimsum::gradient<row, col>(x);
+  for (std::size_t r = 0; r < 2; ++r)
+    for (std::size_t k = 0; k < 3; ++k)
+      CHECK(gx(row{r}, col{k}) == Approx(w.value(col{k}, out{0}) + w.value(col{k}, out{1})));
+}
+
+TEST_CASE("grad tape: a loss that reaches no watched parameter leaves gradients alone", "[grad][tape]") {
+  w_t w = make_w();
+  grad::tape t;
+  auto c = t.constant(make_x());
+  t.backward(dimsum::sum<row, col>(c * c));
+  for (std::size_t i = 0; i < w.grad.size(); ++i) CHECK(w.grad.data()[i] == 0.0);
+}
+
+TEST_CASE("grad tape: backward twice, a loss from another tape, and two tapes in one operation throw", "[grad][tape]") {
+  w_t w = make_w();
+  grad::tape t1, t2;
+  auto a = t1.watch(w);
+  auto b = t2.watch(w);
+  CHECK_THROWS_AS(a * b, grad::tape_error);
+  auto l1 = dimsum::sum<col, out>(a * a);
+  CHECK_THROWS_AS(t2.backward(l1), grad::tape_error);
+  t1.backward(l1);
+  CHECK_THROWS_AS(t1.backward(l1), grad::tape_error);
+}

@@ -1,0 +1,314 @@
+// optim/: SGD and AdamW against torch.optim (1.13) step by step, gradient
+// clipping against torch.nn.utils.clip_grad_norm_, the warmup-cosine
+// schedule against LambdaLR and hand-computed values, and seeding. The
+// fixtures come from tests/reference/make_optim_fixtures.py (float64).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <dimsum/io/npy.hpp>
+#include <dimsum/optim/optim.hpp>
+
+namespace {
+DIMSUM_DIM(row, 3);
+DIMSUM_DIM(col, 4);
+DIMSUM_DIM(step);
+DIMSUM_DIM(moment, 2);
+DIMSUM_DIM(one, 1);
+
+template <class T>
+struct toy {
+  BOOST_HANA_DEFINE_STRUCT(toy, (dimsum::parameter<T, row, col>, W), (dimsum::parameter<T, col>, b));
+};
+
+const std::string dir = std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/optim/";
+
+template <class Tensor>
+Tensor fixture(const std::string& name) {
+  return dimsum::load_npy<Tensor>(dir + name + ".npy");
+}
+
+template <class T>
+toy<T> initial() {
+  toy<T> m;
+  const auto W = fixture<dimsum::tensor<double, row, col>>("init_W");
+  const auto b = fixture<dimsum::tensor<double, col>>("init_b");
+  m.W = dimsum::parameter<T, row, col>(dimsum::tensor<T, row, col>{});
+  m.b = dimsum::parameter<T, col>(dimsum::tensor<T, col>{});
+  for (std::size_t i = 0; i < W.size(); ++i) m.W.value.data()[i] = T(W.data()[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) m.b.value.data()[i] = T(b.data()[i]);
+  return m;
+}
+
+// Relative-plus-absolute closeness of a flat range.
+template <class A, class B>
+void check_close(const A* got, const B* want, std::size_t n, double rel, double abs, const std::string& what) {
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO(what << " element " << i << ": got " << double(got[i]) << ", want " << double(want[i]));
+    CHECK(std::abs(double(got[i]) - double(want[i])) <= abs + rel * std::abs(double(want[i])));
+  }
+}
+
+// Runs `steps` optimizer steps with the fixture gradients and compares the
+// parameters after each step with torch's.
+template <class T, class Optimizer>
+void replay(Optimizer& opt, toy<T>& m, const std::string& c, double rel, double abs) {
+  const auto gW = fixture<dimsum::tensor<double, step, row, col>>("grads_W");
+  const auto gb = fixture<dimsum::tensor<double, step, col>>("grads_b");
+  const auto wantW = fixture<dimsum::tensor<double, step, row, col>>(c + "_W");
+  const auto wantb = fixture<dimsum::tensor<double, step, col>>(c + "_b");
+  const std::size_t steps = gW.template extent<step>();
+  REQUIRE(steps == 6);
+  for (std::size_t s = 0; s < steps; ++s) {
+    for (std::size_t i = 0; i < 12; ++i) m.W.grad.data()[i] = T(gW.data()[s * 12 + i]);
+    for (std::size_t i = 0; i < 4; ++i) m.b.grad.data()[i] = T(gb.data()[s * 4 + i]);
+    opt.step(m);
+    check_close(m.W.value.data(), wantW.data() + s * 12, 12, rel, abs, c + " W after step " + std::to_string(s));
+    check_close(m.b.value.data(), wantb.data() + s * 4, 4, rel, abs, c + " b after step " + std::to_string(s));
+  }
+}
+
+// float64 agrees with torch's float64 to a few ulps per step: 1e-13 relative
+// (plus 1e-14 absolute for elements near zero) leaves room for the
+// different association of torch's in-place operations.
+constexpr double rel64 = 1e-13, abs64 = 1e-14;
+// float32 against the float64 reference: each step is about ten float
+// operations of relative error 2^-24 ~ 6e-8 on values of order 1; over six
+// steps that bounds the error near 6 * 10 * 6e-8 ~ 4e-6, so 2e-5 relative
+// plus 2e-6 absolute holds with margin and still catches any formula slip
+// (a wrong term changes the parameters by at least lr * 1e-3 = 1e-6 ...
+// typically 1e-3).
+constexpr double rel32 = 2e-5, abs32 = 2e-6;
+
+dimsum::optim::sgd_options sgd_case(const std::string& c) {
+  if (c == "sgd_plain") return {.lr = 0.1};
+  if (c == "sgd_momentum") return {.lr = 0.1, .momentum = 0.9, .dampening = 0.25, .weight_decay = 0.01};
+  if (c == "sgd_nesterov") return {.lr = 0.05, .momentum = 0.8, .weight_decay = 0.001, .nesterov = true};
+  return {.lr = 0.1, .momentum = 0.5, .maximize = true};
+}
+
+dimsum::optim::adamw_options adamw_case(const std::string& c) {
+  if (c == "adamw_default") return {};
+  if (c == "adamw_custom") return {.lr = 0.02, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1};
+  return {.lr = 0.05, .weight_decay = 0.0, .amsgrad = true};
+}
+}  // namespace
+
+TEST_CASE("optim_sgd: six steps reproduce torch.optim.SGD in float64") {
+  for (std::string c : {"sgd_plain", "sgd_momentum", "sgd_nesterov", "sgd_maximize"}) {
+    SECTION(c) {
+      auto m = initial<double>();
+      dimsum::optim::sgd opt(sgd_case(c));
+      replay(opt, m, c, rel64, abs64);
+    }
+  }
+}
+
+TEST_CASE("optim_sgd: six steps reproduce torch.optim.SGD in float32") {
+  for (std::string c : {"sgd_plain", "sgd_momentum", "sgd_nesterov", "sgd_maximize"}) {
+    SECTION(c) {
+      auto m = initial<float>();
+      dimsum::optim::sgd opt(sgd_case(c));
+      replay(opt, m, c, rel32, abs32);
+    }
+  }
+}
+
+TEST_CASE("optim_sgd: the momentum buffer is typed by the parameter and equals torch's") {
+  auto m = initial<double>();
+  dimsum::optim::sgd opt(sgd_case("sgd_momentum"));
+  replay(opt, m, "sgd_momentum", rel64, abs64);
+  using P = dimsum::parameter<double, row, col>;
+  const auto& s = opt.state<P>("W");
+  STATIC_REQUIRE(std::is_same_v<decltype(s.momentum_buffer), dimsum::tensor<double, row, col>>);
+  const auto want = fixture<dimsum::tensor<double, row, col>>("sgd_momentum_state_W");
+  check_close(s.momentum_buffer.data(), want.data(), 12, rel64, abs64, "momentum buffer");
+  using Pf = dimsum::parameter<float, row, col>;
+  CHECK_THROWS_AS(opt.state<Pf>("W"), dimsum::optim::optimizer_error);
+  CHECK_THROWS_AS(opt.state<P>("V"), dimsum::optim::optimizer_error);
+}
+
+TEST_CASE("optim_sgd: invalid options throw as in PyTorch") {
+  using dimsum::optim::optimizer_error;
+  using dimsum::optim::sgd;
+  CHECK_THROWS_AS(sgd({.lr = -1.0}), optimizer_error);
+  CHECK_THROWS_AS(sgd({.lr = 0.1, .momentum = -0.5}), optimizer_error);
+  CHECK_THROWS_AS(sgd({.lr = 0.1, .weight_decay = -1.0}), optimizer_error);
+  CHECK_THROWS_AS(sgd({.lr = 0.1, .nesterov = true}), optimizer_error);
+  CHECK_THROWS_AS(sgd({.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true}), optimizer_error);
+  CHECK_NOTHROW(sgd({.lr = 0.1, .momentum = 0.9, .nesterov = true}));
+}
+
+TEST_CASE("optim_sgd: a gradient of other extents is a shape_error naming the parameter") {
+  toy<double> m;
+  m.W = dimsum::parameter<double, row, col>(dimsum::tensor<double, row, col>{});
+  m.b.value = dimsum::tensor<double, col>{};
+  m.b.grad = {};
+  dimsum::optim::sgd opt({.lr = 0.1});
+  CHECK_NOTHROW(opt.step(m));
+  struct dyn {
+    BOOST_HANA_DEFINE_STRUCT(dyn, (dimsum::parameter<double, step>, w));
+  } d;
+  d.w.value = dimsum::tensor<double, step>(step{3});
+  CHECK_THROWS_WITH(opt.step(d), Catch::Contains("parameter 'w' (step) has value extents (3) but gradient extents (0)"));
+}
+
+TEST_CASE("optim_sgd: a module whose parameters changed since the first step is an optimizer_error") {
+  struct one_param {
+    BOOST_HANA_DEFINE_STRUCT(one_param, (dimsum::parameter<double, col>, b));
+  } small;
+  small.b = dimsum::parameter<double, col>(dimsum::tensor<double, col>{});
+  auto m = initial<double>();
+  dimsum::optim::sgd opt({.lr = 0.1, .momentum = 0.9});
+  opt.step(m);
+  CHECK_THROWS_WITH(opt.step(small), Catch::Contains("is 'b' (col) but the state was created for 'W'"));
+}
+
+TEST_CASE("optim_adamw: six steps reproduce torch.optim.AdamW in float64") {
+  for (std::string c : {"adamw_default", "adamw_custom", "adamw_amsgrad"}) {
+    SECTION(c) {
+      auto m = initial<double>();
+      dimsum::optim::adamw opt(adamw_case(c));
+      replay(opt, m, c, rel64, abs64);
+      using P = dimsum::parameter<double, row, col>;
+      const auto& s = opt.state<P>("W");
+      CHECK(s.step == 6);
+      const auto want = fixture<dimsum::tensor<double, moment, row, col>>(c + "_state_W");
+      check_close(s.exp_avg.data(), want.data(), 12, rel64, abs64, "exp_avg");
+      check_close(s.exp_avg_sq.data(), want.data() + 12, 12, rel64, abs64, "exp_avg_sq");
+    }
+  }
+}
+
+TEST_CASE("optim_adamw: six steps reproduce torch.optim.AdamW in float32") {
+  for (std::string c : {"adamw_default", "adamw_custom", "adamw_amsgrad"}) {
+    SECTION(c) {
+      auto m = initial<float>();
+      dimsum::optim::adamw opt(adamw_case(c));
+      replay(opt, m, c, rel32, abs32);
+    }
+  }
+}
+
+TEST_CASE("optim_adamw: the defaults are PyTorch's") {
+  const dimsum::optim::adamw_options o;
+  CHECK(o.lr == 1e-3);
+  CHECK(o.beta1 == 0.9);
+  CHECK(o.beta2 == 0.999);
+  CHECK(o.eps == 1e-8);
+  CHECK(o.weight_decay == 1e-2);
+  CHECK(!o.amsgrad);
+  CHECK(!o.maximize);
+}
+
+TEST_CASE("optim_adamw: invalid options throw as in PyTorch") {
+  using dimsum::optim::adamw;
+  using dimsum::optim::optimizer_error;
+  CHECK_THROWS_AS(adamw({.lr = -1e-3}), optimizer_error);
+  CHECK_THROWS_AS(adamw({.beta1 = 1.0}), optimizer_error);
+  CHECK_THROWS_AS(adamw({.beta2 = -0.1}), optimizer_error);
+  CHECK_THROWS_AS(adamw({.eps = -1.0}), optimizer_error);
+  CHECK_THROWS_AS(adamw({.weight_decay = -0.1}), optimizer_error);
+}
+
+TEST_CASE("optim_adamw: a single step by hand") {
+  // One element, p = 1, g = 0.5, lr = 0.1, wd = 0.1, betas (0.9, 0.999), eps = 0:
+  // p = 1 * (1 - 0.01) = 0.99; m = 0.05, v = 0.00025; bias corrections 0.1
+  // and 0.001: step_size = 1, denom = sqrt(0.00025) / sqrt(0.001) = 0.5;
+  // p = 0.99 - 0.05 / 0.5 = 0.89.
+  struct scalar_module {
+    BOOST_HANA_DEFINE_STRUCT(scalar_module, (dimsum::parameter<double, one>, p));
+  } m;
+  m.p = dimsum::parameter<double, one>(dimsum::tensor<double, one>::full(1.0));
+  m.p.grad.fill(0.5);
+  dimsum::optim::adamw opt({.lr = 0.1, .eps = 0.0, .weight_decay = 0.1});
+  opt.step(m);
+  CHECK(m.p.value(one{0}) == Approx(0.89).epsilon(1e-14));
+}
+
+TEST_CASE("optim_clip: clip_grad_norm reproduces torch.nn.utils.clip_grad_norm_") {
+  const double inf = std::numeric_limits<double>::infinity();
+  struct clip_case {
+    std::string name;
+    double max_norm, norm_type;
+  };
+  for (const auto& c : {clip_case{"l2", 1.0, 2.0}, clip_case{"l2_unclipped", 100.0, 2.0}, clip_case{"inf", 0.5, inf},
+                        clip_case{"l1", 2.0, 1.0}}) {
+    SECTION(c.name) {
+      auto m = initial<double>();
+      m.W.grad = fixture<dimsum::tensor<double, row, col>>("clip_" + c.name + "_grads_W");
+      m.b.grad = fixture<dimsum::tensor<double, col>>("clip_" + c.name + "_grads_b");
+      const double total = dimsum::optim::clip_grad_norm(m, c.max_norm, c.norm_type);
+      const auto want_norm = fixture<dimsum::tensor<double, one>>("clip_" + c.name + "_norm");
+      CHECK(total == Approx(want_norm(one{0})).epsilon(1e-14));
+      const auto wW = fixture<dimsum::tensor<double, row, col>>("clip_" + c.name + "_W");
+      const auto wb = fixture<dimsum::tensor<double, col>>("clip_" + c.name + "_b");
+      check_close(m.W.grad.data(), wW.data(), 12, rel64, abs64, "clipped W grad");
+      check_close(m.b.grad.data(), wb.data(), 4, rel64, abs64, "clipped b grad");
+    }
+  }
+}
+
+TEST_CASE("optim_clip: hand-computed 3-4-5 case") {
+  struct two {
+    BOOST_HANA_DEFINE_STRUCT(two, (dimsum::parameter<float, one>, a), (dimsum::parameter<float, one>, b));
+  } m;
+  m.a = dimsum::parameter<float, one>(dimsum::tensor<float, one>{});
+  m.b = dimsum::parameter<float, one>(dimsum::tensor<float, one>{});
+  m.a.grad.fill(3.0f);
+  m.b.grad.fill(-4.0f);
+  CHECK(dimsum::optim::clip_grad_norm(m, 1.0) == Approx(5.0));
+  CHECK(m.a.grad(one{0}) == Approx(3.0 / (5.0 + 1e-6)));
+  CHECK(m.b.grad(one{0}) == Approx(-4.0 / (5.0 + 1e-6)));
+  CHECK_THROWS_AS(dimsum::optim::clip_grad_norm(m, 1.0, 0.0), dimsum::optim::optimizer_error);
+}
+
+TEST_CASE("optim_schedule: warmup_cosine_schedule matches LambdaLR with the documented formula") {
+  const dimsum::optim::warmup_cosine_schedule s{.base_lr = 0.5, .warmup_steps = 8, .total_steps = 30, .min_lr = 0.05};
+  const auto want = fixture<dimsum::tensor<double, step>>("schedule_lr");
+  REQUIRE(want.template extent<step>() == 40);
+  for (std::size_t i = 0; i < 40; ++i) {
+    INFO("step " << i);
+    CHECK(s(i) == Approx(want(step{i})).epsilon(1e-14).margin(1e-16));
+  }
+}
+
+TEST_CASE("optim_schedule: hand-computed points") {
+  const dimsum::optim::warmup_cosine_schedule s{.base_lr = 1.0, .warmup_steps = 10, .total_steps = 110};
+  CHECK(s(0) == 0.0);
+  CHECK(s(5) == 0.5);
+  CHECK(s(10) == 1.0);
+  CHECK(s(60) == Approx(0.5));                                 // half way: cos(pi/2) = 0
+  CHECK(s(35) == Approx(0.5 * (1 + std::cos(M_PI / 4))));      // a quarter of the way
+  CHECK(s(110) == 0.0);
+  CHECK(s(1000) == 0.0);
+  const dimsum::optim::warmup_cosine_schedule no_warmup{.base_lr = 2.0, .total_steps = 4};
+  CHECK(no_warmup(0) == 2.0);
+  const dimsum::optim::warmup_cosine_schedule bad{.base_lr = 1.0, .warmup_steps = 5, .total_steps = 4};
+  CHECK_THROWS_AS(bad(0), dimsum::optim::optimizer_error);
+}
+
+TEST_CASE("optim_seed: splitmix64 and derive_seed are the published, portable functions") {
+  std::uint64_t state = 0;
+  // The first outputs of SplitMix64 from state 0 (the reference C code of
+  // Vigna's xoshiro page).
+  CHECK(dimsum::optim::splitmix64(state) == 0xe220a8397b1dcdafull);
+  CHECK(dimsum::optim::splitmix64(state) == 0x6e789e6aa1b965f4ull);
+  // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c; xor seed 0 then one SplitMix64 step.
+  std::uint64_t expected_state = 0xaf63dc4c8601ec8cull;
+  CHECK(dimsum::optim::derive_seed(0, "a") == dimsum::optim::splitmix64(expected_state));
+  STATIC_REQUIRE(dimsum::optim::derive_seed(7, "blocks.0.W") == dimsum::optim::derive_seed(7, "blocks.0.W"));
+  CHECK(dimsum::optim::derive_seed(7, "blocks.0.W") != dimsum::optim::derive_seed(7, "blocks.1.W"));
+  CHECK(dimsum::optim::derive_seed(7, "blocks.0.W") != dimsum::optim::derive_seed(8, "blocks.0.W"));
+}
+
+TEST_CASE("optim_seed: seed_parameters gives each parameter the seed of its name") {
+  auto m = initial<double>();
+  std::vector<std::pair<std::string, std::uint64_t>> got;
+  dimsum::optim::seed_parameters(m, 99, [&](const std::string& name, auto&, std::uint64_t s) { got.emplace_back(name, s); });
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == std::pair<std::string, std::uint64_t>{"W", dimsum::optim::derive_seed(99, "W")});
+  CHECK(got[1] == std::pair<std::string, std::uint64_t>{"b", dimsum::optim::derive_seed(99, "b")});
+}
