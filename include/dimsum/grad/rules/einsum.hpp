@@ -110,6 +110,7 @@ auto einsum_string_var(Args&&... args) {
   namespace dd = dimsum::detail;
   constexpr std::size_t n_ops = leading_operands<Args...>();
   auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+  using All = std::tuple<Args&&...>;
   return [&]<std::size_t... J, std::size_t... X>(std::index_sequence<J...>, std::index_sequence<X...>) {
     auto ops = std::make_tuple(lift(std::get<J>(std::move(all)))...);
     using Ops = decltype(ops);
@@ -119,7 +120,7 @@ auto einsum_string_var(Args&&... args) {
     } else {
       using T = value_type_of_t<decltype(fwd)>;
       tensor_for_t<T, dims_of_t<decltype(fwd)>> value = std::move(fwd);
-      using XL = dim_list<std::remove_cvref_t<std::tuple_element_t<n_ops + X, decltype(all)>>...>;
+      using XL = dim_list<std::remove_cvref_t<std::tuple_element_t<n_ops + X, All>>...>;
       using Pool = typename dd::union_all<typename std::tuple_element_t<J, Ops>::dims..., XL>::type;
       using Flats = std::tuple<
           typename dd::flat_operand_dims<S, J, typename std::tuple_element_t<J, Ops>::dims, Pool>::type...>;
@@ -132,7 +133,7 @@ auto einsum_string_var(Args&&... args) {
       }();
       using FlatOut = dd::select_t<FlatPool, pos>;
       const auto values = std::forward_as_tuple(std::get<J>(ops).value()...);
-      const std::tuple<std::remove_cvref_t<std::tuple_element_t<n_ops + X, decltype(all)>>...> extras{
+      const std::tuple<std::remove_cvref_t<std::tuple_element_t<n_ops + X, All>>...> extras{
           std::get<n_ops + X>(all)...};
       const std::tuple<std::array<std::size_t, std::tuple_element_t<J, Flats>::size>...> exts{
           dd::split_groups<S, J, p.inputs[J].n_items, std::tuple_element_t<J, Flats>>(

@@ -7,6 +7,8 @@
 ///
 ///     auto q = dimsum::einsum<"b p m, h m d -> b p h d">(x, w_q) + b_q;   // b_q: var<float, h, d>
 
+#include <cmath>
+#include <cstddef>
 #include <type_traits>
 #include <utility>
 
@@ -47,6 +49,17 @@ auto record_op(Fwd&& fwd, Rule&& rule, const Xs&... xs) {
   }
 }
 
+/// f applied to every element of t, into a new tensor (the unary maths
+/// of the rules, computed directly).
+template <class T, dimension... Ds, class F>
+tensor<T, Ds...> map(const tensor<T, Ds...>& t, F f) {
+  auto r = tensor<T, Ds...>::from_extents(t.extents());
+  const T* s = t.data();
+  T* o = r.data();
+  for (std::size_t i = 0, n = t.size(); i < n; ++i) o[i] = f(s[i]);
+  return r;
+}
+
 template <class A, class B>
 concept var_operands = (var_like<A> || var_like<B>) && (var_like<A> || named_expression<A> || scalar<A>) &&
                        (var_like<B> || named_expression<B> || scalar<B>);
@@ -63,14 +76,14 @@ auto var_binary(A0&& a0, B0&& b0) {
           send(b, g);
         } else if constexpr (std::is_same_v<Op, ops::minus>) {
           send(a, g);
-          send(b, -g);
+          send(b, g * value_type_of_t<decltype(g)>(-1));
         } else if constexpr (std::is_same_v<Op, ops::multiplies>) {
           send(a, g * value_of(b));
           send(b, g * value_of(a));
         } else {
           static_assert(std::is_same_v<Op, ops::divides>);
           send(a, g / value_of(b));
-          send(b, -(g * out) / value_of(b));  // d(a/b)/db = -(a/b)/b
+          send(b, g * out / value_of(b) * value_type_of_t<decltype(g)>(-1));  // d(a/b)/db = -(a/b)/b
         }
         (void)out;
       },
@@ -97,13 +110,16 @@ DIMSUM_VAR_BINARY_OPERATOR_(/, divides)
 /// Unary minus of a var.
 template <grad::detail::var_like V>
 auto operator-(V&& v) {
-  return grad::detail::record_op(-v.value(), [v](const auto& g, const auto&) { grad::detail::send(v, -g); }, v);
+  using T = typename std::remove_cvref_t<V>::value_type;
+  return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return -x; }),
+                                 [v](const auto& g, const auto&) { grad::detail::send(v, g * T(-1)); }, v);
 }
 
 /// Element-wise e^x of a var; its gradient is g * e^x.
 template <grad::detail::var_like V>
 auto exp(V&& v) {
-  return grad::detail::record_op(dimsum::exp(v.value()),
+  using T = typename std::remove_cvref_t<V>::value_type;
+  return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return std::exp(x); }),
                                  [v](const auto& g, const auto& out) { grad::detail::send(v, g * out); }, v);
 }
 
@@ -111,7 +127,7 @@ auto exp(V&& v) {
 template <grad::detail::var_like V>
 auto sqrt(V&& v) {
   using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_op(dimsum::sqrt(v.value()), [v](const auto& g, const auto& out) {
+  return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return std::sqrt(x); }), [v](const auto& g, const auto& out) {
     grad::detail::send(v, g / (out * T(2)));
   }, v);
 }

@@ -17,7 +17,10 @@ auto softmax(V&& v) {
   return grad::detail::record_op(dimsum::softmax<D>(v.value()), [v](const auto& g, const auto& y) {
     using T = value_type_of_t<decltype(y)>;
     const tensor_for_t<T, without_t<dims_of_t<decltype(y)>, dim_list<D>>> s = dimsum::sum<D>(g * y);
-    v.node()->accumulate(y * (g - s));
+    // Two steps: one nested expression y * (g - s) trips a false
+    // -Warray-bounds in g++ 12 at -O3.
+    const tensor_for_t<T, dims_of_t<decltype(y)>> centred = g - s;
+    v.node()->accumulate(y * centred);
   }, v);
 }
 
