@@ -159,13 +159,14 @@ template <class T, dimension... Ds>
 var<T, Ds...> gelu(const var<T, Ds...>& x) {
   const auto& xv = x.value();
   auto y = tensor<T, Ds...>::from_extents(xv.extents());
+  auto cdf = std::make_shared<std::vector<T>>(xv.size());  // Phi(x), kept for the backward
   const T inv_sqrt2 = T(0.70710678118654752440);
   for (std::size_t i = 0; i < xv.size(); ++i) {
     const T v = xv.data()[i];
-    y.data()[i] = T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2));
+    (*cdf)[i] = T(0.5) * (T(1) + std::erf(v * inv_sqrt2));
+    y.data()[i] = v * (*cdf)[i];
   }
-  return dimsum::grad::detail::record(x.owner(), std::move(y), x.requires_grad(), [xn = x.node()](const auto& g, const auto&) {
-    const T inv_sqrt2 = T(0.70710678118654752440);
+  return dimsum::grad::detail::record(x.owner(), std::move(y), x.requires_grad(), [xn = x.node(), cdf](const auto& g, const auto&) {
     const T inv_sqrt_2pi = T(0.39894228040143267794);
     xn->ensure_grad();
     const T* xs = xn->value().data();
@@ -173,7 +174,7 @@ var<T, Ds...> gelu(const var<T, Ds...>& x) {
     T* gx = xn->grad.data();
     for (std::size_t i = 0, n = g.size(); i < n; ++i) {
       const T v = xs[i];
-      gx[i] += gs[i] * (T(0.5) * (T(1) + std::erf(v * inv_sqrt2)) + v * inv_sqrt_2pi * std::exp(T(-0.5) * v * v));
+      gx[i] += gs[i] * ((*cdf)[i] + v * inv_sqrt_2pi * std::exp(T(-0.5) * v * v));
     }
   });
 }
