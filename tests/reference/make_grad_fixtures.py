@@ -41,7 +41,7 @@ def save(name, a):
 
 
 def rand(*shape, positive=False):
-    t = torch.randn(*shape, generator=GEN, dtype=torch.float64)
+    t = torch.randn(tuple(shape), generator=GEN, dtype=torch.float64)
     return t.abs() + 0.5 if positive else t
 
 
@@ -84,7 +84,32 @@ def main():
     x = rand(3, 4)
     case("where", lambda x, y, cond: torch.where(cond, x, y), {"x": x, "y": rand(4)}, {"cond": x > 0})
     case("rearrange", lambda x: x.reshape(2, 2, 3).permute(1, 0, 2), {"x": rand(2, 6)})
+    training_ops()
     seed000()
+
+
+def training_ops():
+    """What a transformer's training needs beyond the seeds (issue 12, item 2)."""
+    F = torch.nn.functional
+    case("relu", lambda x: torch.relu(x), {"x": rand(3, 4)})
+    case("gelu", lambda x: F.gelu(x), {"x": rand(3, 4)})
+    case("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), {"x": rand(3, 4)})
+    case("tanh", lambda x: torch.tanh(x), {"x": rand(3, 4)})
+    case("log", lambda x: torch.log(x), {"x": rand(3, 4, positive=True)})
+    case("log_softmax", lambda x: F.log_softmax(x, -1), {"x": rand(3, 5)})
+    # Logits (batch 2, posn 3, vocab 5); targets (batch, posn) with repeats.
+    targets = torch.tensor([[1, 4, 1], [0, 1, 3]], dtype=torch.int64)
+    for red in ["mean", "sum"]:
+        case(f"cross_entropy_{red}", lambda x, t, red=red: F.cross_entropy(x.permute(0, 2, 1), t, reduction=red),
+             {"x": rand(2, 3, 5)}, {"t": targets})
+    case("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b, 1e-5),
+         {"x": rand(2, 3, 4), "w": rand(4), "b": rand(4)})
+    ids = torch.tensor([[2, 0, 2], [2, 1, 0]], dtype=torch.int64)  # id 2 three times
+    case("lookup", lambda table, ids: F.embedding(ids, table), {"table": rand(4, 3)}, {"ids": ids})
+    case("select", lambda x: x[:, 1, :], {"x": rand(2, 3, 4)})
+    case("slice", lambda x: x[:, 1:3, :], {"x": rand(2, 3, 4)})
+    case("stack", lambda x, y: torch.stack([x, y, x]), {"x": rand(3, 4), "y": rand(3, 4)})
+    case("concat", lambda x, y: torch.cat([x, y], 1), {"x": rand(3, 2), "y": rand(3, 4)})
 
 
 def seed000():
