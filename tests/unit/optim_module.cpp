@@ -118,3 +118,19 @@ TEST_CASE("optim_module: summary prints names, dims, extents and counts") {
       "total                              47\n";
   CHECK(dimsum::nn::summary(t) == expected);
 }
+
+TEST_CASE("optim_module: a std::vector of modules is visited as name.i.member") {
+  struct stack_of_blocks {
+    BOOST_HANA_DEFINE_STRUCT(stack_of_blocks, (std::vector<attention>, layers));
+  } s;
+  s.layers.resize(3);
+  for (auto& l : s.layers) {
+    l.W_Q = parameter<float, nheads, d_model, d_head>(nheads{1}, d_model{1});
+    l.b_Q = parameter<float, nheads, d_head>(nheads{1});
+  }
+  std::vector<std::string> names;
+  dimsum::nn::for_each_parameter(s, [&](const std::string& name, auto&) { names.push_back(name); });
+  CHECK(names == std::vector<std::string>{"layers.0.W_Q", "layers.0.b_Q", "layers.1.W_Q", "layers.1.b_Q",
+                                          "layers.2.W_Q", "layers.2.b_Q"});
+  CHECK(dimsum::nn::parameter_count(s) == 3 * (4 + 4));
+}

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include <dimsum/core/diagnostics.hpp>
 #include <dimsum/io/npy.hpp>
 #include <dimsum/io/safetensors.hpp>
 #include <dimsum/nn/module.hpp>
@@ -36,6 +37,15 @@ namespace dimsum {
 /// `shape_error`; a malformed file is a `safetensors_error` or `npy_error`.
 struct state_dict_error : error {
   using error::error;
+};
+
+/// Compile-time error: a parameter's value type has no `.safetensors` dtype
+/// (the format names float, double and the fixed-width integers).
+template <class T>
+struct parameter_type_has_no_safetensors_dtype {
+  static_assert(dimsum::detail::always_false<T>,
+                "dimsum: a .safetensors checkpoint holds parameters of float, double or std::int8_t ... "
+                "std::uint64_t only");
 };
 
 /// The `__metadata__` key under which a checkpoint stores the dim names of
@@ -106,7 +116,7 @@ std::set<std::string> parameter_names(const M& m) {
 /// starting with "dimsum.dims.".
 ///
 ///     save_safetensors("model.safetensors", model);
-template <nn::module M>
+template <class M>
 void save_safetensors(const std::string& path, const M& m, const std::map<std::string, std::string>& metadata = {}) {
   safetensors_contents c;
   for (const auto& [k, v] : metadata) {
@@ -117,9 +127,10 @@ void save_safetensors(const std::string& path, const M& m, const std::map<std::s
   nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
     using P = std::remove_cvref_t<decltype(p)>;
     using T = typename P::value_type;
-    static_assert(!safetensors_dtype_v<T>.empty(),
-                  "dimsum: save_safetensors needs parameters of an arithmetic type the format names (float, double, "
-                  "std::int8_t ... std::uint64_t)");
+    if constexpr (safetensors_dtype_v<T>.empty()) {
+      detail::report<parameter_type_has_no_safetensors_dtype<T>>();
+      return;
+    }
     safetensors_tensor t;
     t.dtype = std::string(safetensors_dtype_v<T>);
     const auto ext = p.value.extents();
@@ -140,7 +151,7 @@ void save_safetensors(const std::string& path, const M& m, const std::map<std::s
 /// all of it before it changes any parameter.
 ///
 ///     load_safetensors("model.safetensors", model);
-template <nn::module M>
+template <class M>
 void load_safetensors(const std::string& path, M& m) {
   const safetensors_contents c = read_safetensors(path);
   std::set<std::string> file_keys;
@@ -149,6 +160,10 @@ void load_safetensors(const std::string& path, M& m) {
   nn::for_each_parameter(std::as_const(m), [&](const std::string& name, const auto& p) {
     using P = std::remove_cvref_t<decltype(p)>;
     using T = typename P::value_type;
+    if constexpr (safetensors_dtype_v<T>.empty()) {
+      detail::report<parameter_type_has_no_safetensors_dtype<T>>();
+      return;
+    }
     const auto& t = c.tensors.at(name);
     if (t.dtype != safetensors_dtype_v<T>)
       throw state_dict_error(nn::detail::cat("state dict '", path, "': parameter '", name, "' is ",
@@ -172,7 +187,7 @@ void load_safetensors(const std::string& path, M& m) {
 /// atomically as a set.
 ///
 ///     save_npy_dir("checkpoint", model);  // checkpoint/blocks.0.attn.W_Q.npy, ...
-template <nn::module M>
+template <class M>
 void save_npy_dir(const std::string& dir, const M& m) {
   std::filesystem::create_directories(dir);
   nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
@@ -185,7 +200,7 @@ void save_npy_dir(const std::string& dir, const M& m) {
 /// unexpected keys are a `state_dict_error`), and each file must fit its
 /// parameter (`npy_error` for the dtype or rank, `shape_error` for an
 /// extent). Checks all files before it changes any parameter.
-template <nn::module M>
+template <class M>
 void load_npy_dir(const std::string& dir, M& m) {
   namespace fs = std::filesystem;
   std::error_code ec;

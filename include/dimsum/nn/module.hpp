@@ -29,6 +29,7 @@
 #include <boost/hana/string.hpp>
 #include <boost/hana/concept/struct.hpp>
 
+#include <dimsum/core/diagnostics.hpp>
 #include <dimsum/grad/parameter.hpp>
 
 namespace dimsum::nn {
@@ -37,6 +38,15 @@ namespace dimsum::nn {
 /// `BOOST_HANA_DEFINE_STRUCT` or adapted with `BOOST_HANA_ADAPT_STRUCT`.
 template <class M>
 concept module = boost::hana::Struct<std::remove_cvref_t<M>>::value;
+
+/// Compile-time error: `M` was passed where a module is needed, but Hana
+/// cannot enumerate its members.
+template <class M>
+struct module_is_not_a_reflected_struct {
+  static_assert(dimsum::detail::always_false<M>,
+                "dimsum: a module must declare its members with BOOST_HANA_DEFINE_STRUCT or adapt them with "
+                "BOOST_HANA_ADAPT_STRUCT");
+};
 
 namespace detail {
 
@@ -124,21 +134,23 @@ std::string dim_names(std::index_sequence<I...>, std::string_view sep) {
 ///
 ///     for_each_parameter(model, [](const std::string& name, auto& p) { p.value.fill(0); });
 template <class M, class F>
-  requires module<M>
 void for_each_parameter(M&& m, F&& f) {
-  detail::visit_member(m, std::string(), f);
+  if constexpr (!module<M>)
+    dimsum::detail::report<module_is_not_a_reflected_struct<std::remove_cvref_t<M>>>();
+  else
+    detail::visit_member(m, std::string(), f);
 }
 
 /// Sets every parameter's gradient to zeros (`optimizer.zero_grad()` /
 /// `module.zero_grad(set_to_none=False)` in PyTorch).
-template <module M>
+template <class M>
 void zero_grad(M& m) {
   for_each_parameter(m, [](const std::string&, auto& p) { p.zero_grad(); });
 }
 
 /// The number of trainable elements of `m` (the sum of every parameter's
 /// element count, `sum(p.numel() for p in m.parameters())`).
-template <module M>
+template <class M>
 std::size_t parameter_count(const M& m) {
   std::size_t n = 0;
   for_each_parameter(m, [&](const std::string&, const auto& p) { n += p.value.size(); });
@@ -161,7 +173,7 @@ std::string parameter_dim_names(std::string_view sep = " ") {
 ///     embed.weight  (vocab, d_model) (65, 32)      2080
 ///     ...
 ///     total                                        2208
-template <module M>
+template <class M>
 std::string summary(const M& m) {
   struct row {
     std::string name, dims, extents, count;

@@ -53,7 +53,7 @@ struct adamw_state {
 ///
 ///     optim::adamw opt({.lr = 3e-4});
 ///     opt.step(model);
-class adamw {
+class adamw : public optimizer_base<adamw, adamw_state> {
  public:
   /// Checks the options as PyTorch does (lr, eps, weight_decay not negative,
   /// 0 <= beta < 1); otherwise throws `optimizer_error`.
@@ -66,28 +66,12 @@ class adamw {
       throw optimizer_error(nn::detail::cat("adamw: invalid weight_decay ", std::to_string(o.weight_decay)));
   }
 
-  /// One update of every parameter of `m` from its `grad`. Throws
-  /// `shape_error` if a gradient's extents differ from its value's.
-  template <nn::module M>
-  void step(M& m) {
-    std::size_t i = 0;
-    nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
-      detail::check_grad_extents(name, p);
-      update(p, states_.get(i++, name, p));
-    });
-    states_.check_count(i);
-  }
-
-  /// The state of parameter `name` (of type `P`) after a step.
-  template <class P>
-  const adamw_state<P>& state(const std::string& name) const {
-    return states_.template find<P>(name);
-  }
-
   /// The hyper-parameters; `options.lr` may be changed between steps.
   adamw_options options;
 
  private:
+  friend optimizer_base<adamw, adamw_state>;
+
   template <class P>
   void update(P& p, adamw_state<P>& s) const {
     using T = typename P::value_type;
@@ -121,8 +105,6 @@ class adamw {
       v[k] = v[k] - step_size * (m[k] / denom);
     }
   }
-
-  parameter_states<adamw_state> states_;
 };
 
 }  // namespace dimsum::optim

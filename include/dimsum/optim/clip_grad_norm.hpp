@@ -24,7 +24,7 @@ namespace dimsum::optim {
 /// `optimizer_error` if `norm_type` is not positive.
 ///
 ///     double norm = optim::clip_grad_norm(model, 1.0);
-template <nn::module M>
+template <class M>
 double clip_grad_norm(M& m, double max_norm, double norm_type = 2.0) {
   if (!(norm_type > 0.0)) throw optimizer_error(nn::detail::cat("clip_grad_norm: invalid norm_type ", std::to_string(norm_type)));
   const bool inf = std::isinf(norm_type);

@@ -104,4 +104,33 @@ class parameter_states {
   std::vector<std::unique_ptr<slot_base>> slots_;
 };
 
+/// What every optimizer shares (CRTP): `step(m)` visits the parameters of
+/// module `m`, checks that each gradient has its value's extents (a
+/// `shape_error` naming the parameter otherwise) and calls
+/// `Derived::update(p, state)` with the parameter's `State<P>`;
+/// `state<P>(name)` returns a parameter's state for inspection.
+template <class Derived, template <class> class State>
+class optimizer_base {
+ public:
+  /// One update of every parameter of `m` from its `grad`.
+  template <class M>
+  void step(M& m) {
+    std::size_t i = 0;
+    nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
+      detail::check_grad_extents(name, p);
+      static_cast<const Derived&>(*this).update(p, states_.get(i++, name, p));
+    });
+    states_.check_count(i);
+  }
+
+  /// The state of parameter `name` (of type `P`) after a step.
+  template <class P>
+  const State<P>& state(const std::string& name) const {
+    return states_.template find<P>(name);
+  }
+
+ private:
+  parameter_states<State> states_;
+};
+
 }  // namespace dimsum::optim

@@ -47,7 +47,7 @@ constexpr std::uint64_t derive_seed(std::uint64_t seed, std::string_view name) {
 ///       std::mt19937_64 gen(s);  // the engine is portable; std:: distributions are not
 ///       for (std::size_t i = 0; i < p.value.size(); ++i) p.value.data()[i] = double(gen() >> 11) * 0x1p-53;
 ///     });
-template <nn::module M, class F>
+template <class M, class F>
 void seed_parameters(M& m, std::uint64_t seed, F&& init) {
   nn::for_each_parameter(m, [&](const std::string& name, auto& p) { init(name, p, derive_seed(seed, name)); });
 }

@@ -44,7 +44,7 @@ struct sgd_state {
 ///
 ///     optim::sgd opt({.lr = 0.1, .momentum = 0.9});
 ///     opt.step(model);  // reads every p.grad, updates every p.value
-class sgd {
+class sgd : public optimizer_base<sgd, sgd_state> {
  public:
   /// Checks the options as PyTorch does: lr, momentum and weight_decay not
   /// negative, and nesterov only with momentum > 0 and dampening == 0;
@@ -58,29 +58,13 @@ class sgd {
       throw optimizer_error("sgd: nesterov momentum requires a momentum and zero dampening");
   }
 
-  /// One update of every parameter of `m` from its `grad`. Throws
-  /// `shape_error` if a gradient's extents differ from its value's.
-  template <nn::module M>
-  void step(M& m) {
-    std::size_t i = 0;
-    nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
-      detail::check_grad_extents(name, p);
-      update(p, states_.get(i++, name, p));
-    });
-    states_.check_count(i);
-  }
-
-  /// The state of parameter `name` (of type `P`) after a step.
-  template <class P>
-  const sgd_state<P>& state(const std::string& name) const {
-    return states_.template find<P>(name);
-  }
-
   /// The hyper-parameters; `options.lr` may be changed between steps (as a
   /// schedule does).
   sgd_options options;
 
  private:
+  friend optimizer_base<sgd, sgd_state>;
+
   template <class P>
   void update(P& p, sgd_state<P>& s) const {
     using T = typename P::value_type;
@@ -105,8 +89,6 @@ class sgd {
       v[k] = v[k] - lr * d;
     }
   }
-
-  parameter_states<sgd_state> states_;
 };
 
 }  // namespace dimsum::optim
