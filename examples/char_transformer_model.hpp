@@ -7,7 +7,9 @@
 /// `dimsum::parameter` member of a Hana-adapted struct, so nn/module.hpp's
 /// reflection finds it by its dotted name ("blocks.0.attn.W_Q"), and the
 /// optimizer, gradient clipping and the .safetensors checkpoint need no
-/// hand-written list.
+/// hand-written list. The forward is recorded on a `grad::tape` with the
+/// tape's operations: einsum, rename, causal_mask, softmax, `lookup`
+/// (embedding), `layer_norm`, `gelu` and `cross_entropy`.
 
 #include <cmath>
 #include <cstdint>
@@ -20,9 +22,11 @@
 #include <dimsum/nn/module.hpp>
 #include <dimsum/optim/seed.hpp>
 
-#include "char_transformer_ops.hpp"
 
 namespace char_lm {
+
+using dimsum::tensor;
+using dimsum::grad::var;
 
 DIMSUM_DIM(vocab);    // characters of the text
 DIMSUM_DIM(ctx);      // rows of the position table (the longest context)
@@ -169,13 +173,13 @@ template <class X>
 auto mlp(tape& t, mlp_params& p, const X& h) {
   using dimsum::einsum;
   auto pre = einsum<"batch posn d_model, d_model d_mlp -> batch posn d_mlp">(h, t.watch(p.W_in)) + t.watch(p.b_in);
-  return einsum<"batch posn d_mlp, d_mlp d_model -> batch posn d_model">(gelu(pre), t.watch(p.W_out)) +
+  return einsum<"batch posn d_mlp, d_mlp d_model -> batch posn d_model">(dimsum::gelu(pre), t.watch(p.W_out)) +
          t.watch(p.b_out);
 }
 
 template <class X>
 auto norm(tape& t, layer_norm_params& p, const X& x) {
-  return layer_norm<d_model>(x, t.watch(p.weight), t.watch(p.bias));
+  return dimsum::layer_norm<d_model>(x, t.watch(p.weight), t.watch(p.bias));
 }
 
 /// The logits (batch, posn, vocab) of windows of character ids (batch,
@@ -184,7 +188,8 @@ inline var<float, batch, posn, vocab> forward(tape& t, model& m, const tensor<st
   const std::size_t n = ids.extent<posn>();
   tensor<std::int64_t, posn> positions(posn{n});
   for (std::size_t i = 0; i < n; ++i) positions.data()[i] = std::int64_t(i);
-  var<float, batch, posn, d_model> x = embedding(t.watch(m.tok_embed), ids) + embedding(t.watch(m.pos_embed), positions);
+  var<float, batch, posn, d_model> x =
+      dimsum::lookup<vocab>(t.watch(m.tok_embed), ids) + dimsum::lookup<ctx>(t.watch(m.pos_embed), positions);
   for (auto& b : m.blocks) {
     x = x + attention(t, b.attn, norm(t, b.ln1, x));
     x = x + mlp(t, b.mlp, norm(t, b.ln2, x));
@@ -197,7 +202,7 @@ inline var<float, batch, posn, vocab> forward(tape& t, model& m, const tensor<st
 using ids_t = tensor<std::int64_t, batch, posn>;
 inline var<float> loss(tape& t, model& m, const tensor<std::int64_t, batch, posn>& x,
                        const tensor<std::int64_t, batch, posn>& y) {
-  return cross_entropy<vocab>(forward(t, m, x), y);
+  return dimsum::cross_entropy<vocab>(forward(t, m, x), y);
 }
 
 }  // namespace char_lm
