@@ -5,10 +5,16 @@
 /// "Gradients", and docs/reference.md.
 
 #include <dimsum/grad/parameter.hpp>
+#include <dimsum/grad/rules/activation.hpp>
+#include <dimsum/grad/rules/dropout.hpp>
 #include <dimsum/grad/rules/einsum.hpp>
 #include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/grad/rules/embedding.hpp>
+#include <dimsum/grad/rules/layer_norm.hpp>
+#include <dimsum/grad/rules/log_softmax.hpp>
 #include <dimsum/grad/rules/mask.hpp>
 #include <dimsum/grad/rules/reduce.hpp>
 #include <dimsum/grad/rules/rename.hpp>
+#include <dimsum/grad/rules/slice.hpp>
 #include <dimsum/grad/rules/softmax.hpp>
 #include <dimsum/grad/tape.hpp>

@@ -100,11 +100,17 @@ struct var_node final : node_base {
       if (!has_grad) {
         grad = std::forward<E>(e);
         has_grad = true;
-        return;
+      } else {
+        const tensor_type t = std::forward<E>(e);
+        accumulate_raw(t.data());
       }
+    } else {
+      // Evaluated first: grad + (a nested expression) trips a false
+      // -Warray-bounds in g++ 12 at -O3.
+      const auto t = dimsum::eval(std::forward<E>(e));
+      ensure_grad();
+      grad = grad + t;
     }
-    ensure_grad();
-    grad = grad + std::forward<E>(e);
   }
   /// grad += the buffer at p, laid out as this node's value (row-major).
   void accumulate_raw(const T* p) {
@@ -360,6 +366,15 @@ var<T, Ds...> record(tape* t, tensor<T, Ds...>&& value, bool requires_grad, Rule
 
 }  // namespace detail
 }  // namespace grad
+
+/// A var is already materialised: `eval(v)` is v, so code written for
+/// tensors (which evaluates lazy expressions before returning them) runs on
+/// vars unchanged.
+template <class V>
+  requires grad::detail::var_like<V>
+std::remove_cvref_t<V> eval(V&& v) {
+  return std::forward<V>(v);
+}
 
 /// The gradient of a parameter (its `grad`) or of a watched var (what the
 /// last backward accumulated; zeros if nothing reached it), as a tensor

@@ -1,0 +1,68 @@
+#pragma once
+/// \file
+/// `lookup<Vocab>(table, ids)`: the rows of an embedding table (a var with
+/// dims Vocab and one more, Emb) for integer ids, as torch's
+/// F.embedding(ids, weight); dims of the result: the ids' dims, then Emb.
+/// The gradient is scattered back and accumulated over repeated ids.
+///
+///     auto tok = dimsum::lookup<vocab>(tape.watch(wte), ids);   // (batch, posn, d_model)
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include <dimsum/grad/rules/elementwise.hpp>
+
+namespace dimsum {
+
+template <class Vocab, class Table>
+struct lookup_table_needs_the_vocab_dim_and_one_more {
+  static_assert(detail::always_false<Vocab, Table>,
+                "dimsum: lookup<Vocab>(table, ids) needs a table with two dims, Vocab and the embedding dim");
+};
+
+/// The rows of `table` (dims Vocab and Emb, in either order) for each id
+/// of the integer tensor `ids`: dims ids' dims..., Emb. An id outside
+/// [0, extent of Vocab) throws shape_error. The table's gradient receives,
+/// for each id, the gradient of its row (summed over repeated ids).
+template <dimension Vocab, grad::detail::var_like V, class I, dimension... Ds>
+auto lookup(V&& table0, const tensor<I, Ds...>& ids) {
+  using X = std::remove_cvref_t<V>;
+  using T = typename X::value_type;
+  using L = typename X::dims;
+  static_assert(std::is_integral_v<I>, "dimsum: lookup ids must be integers");
+  if constexpr (L::size != 2 || !contains_v<L, Vocab>) {
+    detail::report<lookup_table_needs_the_vocab_dim_and_one_more<diagnostic_name_t<Vocab>, diagnostic_dims_t<L>>>();
+    return invalid_expression{};
+  } else {
+    using Emb = detail::at_t<L, index_of<L>(Vocab::name.view()) == 0 ? 1 : 0>;
+    const tensor<T, Vocab, Emb> table = table0.value();  // rows contiguous
+    const std::size_t vocab = table.template extent<Vocab>(), width = table.template extent<Emb>();
+    std::array<std::size_t, sizeof...(Ds) + 1> ext{};
+    for (std::size_t i = 0; i < sizeof...(Ds); ++i) ext[i] = ids.extents()[i];
+    ext[sizeof...(Ds)] = width;
+    auto out = tensor<T, Ds..., Emb>::from_extents(ext);
+    for (std::size_t n = 0; n < ids.size(); ++n) {
+      const I id = ids.data()[n];
+      if (id < 0 || static_cast<std::uint64_t>(id) >= vocab)
+        throw shape_error("lookup: id " + std::to_string(id) + " (element " + std::to_string(n) +
+                          " of the ids) is out of range for dim '" + std::string(Vocab::name.view()) + "' of extent " +
+                          std::to_string(vocab));
+      std::copy_n(table.data() + static_cast<std::size_t>(id) * width, width, out.data() + n * width);
+    }
+    auto v = grad::detail::lift(std::forward<V>(table0));
+    return grad::detail::record(v.owner(), std::move(out), v.requires_grad(),
+                                [v, ids, vocab, width](const auto& g, const auto&) {
+      auto d = tensor<T, Vocab, Emb>::from_extents({vocab, width});
+      for (std::size_t n = 0; n < ids.size(); ++n) {
+        T* row = d.data() + static_cast<std::size_t>(ids.data()[n]) * width;
+        const T* gr = g.data() + n * width;
+        for (std::size_t e = 0; e < width; ++e) row[e] += gr[e];
+      }
+      v.node()->accumulate(d);
+    });
+  }
+}
+
+}  // namespace dimsum

@@ -1,0 +1,115 @@
+#pragma once
+/// \file
+/// select, slice, stack and concat on vars. The gradient of a selection
+/// or slice is the output's gradient placed back at its index or range
+/// (zeros elsewhere); that of stack or concat is the matching piece of the
+/// output's gradient for each part.
+///
+///     auto last = dimsum::select<posn>(h, n - 1);   // var without posn
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/ops/slice.hpp>
+#include <dimsum/ops/stack.hpp>
+
+namespace dimsum::grad::detail {
+/// g added into the gradient of v at [begin, begin + n) along D (Keep:
+/// whether g still has D, as for slice, or lacks it, as for select).
+template <dimension D, bool Keep, class V, class G>
+void place(const V& v, const G& g, std::size_t begin, std::size_t n) {
+  if (!v.requires_grad()) return;
+  auto& node = *v.node();
+  node.ensure_grad();
+  auto part = dimsum::detail::restrict_leaf<D, Keep>(node.grad, begin, n);  // a view into the gradient
+  using P = decltype(part);
+  using L = dims_of_t<P>;
+  // Add g into the view, by name: walk the view's elements in its dims order.
+  const tensor_for_t<value_type_of_t<P>, L> gp = g;
+  const auto ext = part.extents();
+  const auto st = part.strides();
+  std::array<std::size_t, L::size> idx{};
+  for (std::size_t k = 0; k < gp.size(); ++k) {
+    std::ptrdiff_t off = 0;
+    for (std::size_t i = 0; i < L::size; ++i) off += static_cast<std::ptrdiff_t>(idx[i]) * st[i];
+    part.data()[off] += gp.data()[k];
+    for (std::size_t i = L::size; i-- > 0;) {
+      if (++idx[i] < ext[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+}  // namespace dimsum::grad::detail
+
+namespace dimsum {
+
+/// Index i along D of a var; the result lacks D. The gradient goes back to
+/// index i.
+template <dimension D, grad::detail::var_like V>
+auto select(V&& v, std::size_t i) {
+  return grad::detail::record_op(dimsum::select<D>(v.value(), i), [v, i](const auto& g, const auto&) {
+    grad::detail::place<D, false>(v, g, i, 1);
+  }, v);
+}
+
+/// The range [begin, end) along D of a var. The gradient goes back to that
+/// range.
+template <dimension D, grad::detail::var_like V>
+auto slice(V&& v, std::size_t begin, std::size_t end) {
+  return grad::detail::record_op(dimsum::slice<D>(v.value(), begin, end), [v, begin, end](const auto& g, const auto&) {
+    grad::detail::place<D, true>(v, g, begin, end - begin);
+  }, v);
+}
+
+/// Stacks vars of equal dims along a new dim D (first in the result, as for
+/// tensors); part j's gradient is select<D>(g, j).
+template <dimension D, class T, dimension... Ds>
+auto stack(const std::vector<grad::var<T, Ds...>>& parts) {
+  std::vector<tensor<T, Ds...>> values;
+  bool rg = false;
+  for (const auto& p : parts) {
+    values.push_back(p.value());
+    rg = rg || p.requires_grad();
+  }
+  auto fwd = dimsum::stack<D>(values);
+  if constexpr (is_invalid_v<decltype(fwd)>) {
+    return invalid_expression{};
+  } else {
+    grad::tape* t = nullptr;
+    for (const auto& p : parts) t = grad::detail::common_tape({t, p.owner()});
+    return grad::detail::record(t, std::move(fwd), rg, [parts](const auto& g, const auto&) {
+      for (std::size_t j = 0; j < parts.size(); ++j)
+        if (parts[j].requires_grad()) parts[j].node()->accumulate(dimsum::select<D>(g, j));
+    });
+  }
+}
+
+/// Concatenates vars along their dim D; part j's gradient is its range of g.
+template <dimension D, class T, dimension... Ds>
+auto concat(const std::vector<grad::var<T, Ds...>>& parts) {
+  std::vector<tensor<T, Ds...>> values;
+  bool rg = false;
+  for (const auto& p : parts) {
+    values.push_back(p.value());
+    rg = rg || p.requires_grad();
+  }
+  auto fwd = dimsum::concat<D>(values);
+  if constexpr (is_invalid_v<decltype(fwd)>) {
+    return invalid_expression{};
+  } else {
+    grad::tape* t = nullptr;
+    for (const auto& p : parts) t = grad::detail::common_tape({t, p.owner()});
+    return grad::detail::record(t, std::move(fwd), rg, [parts](const auto& g, const auto&) {
+      std::size_t begin = 0;
+      for (const auto& p : parts) {
+        const std::size_t n = p.template extent<D>();
+        if (p.requires_grad()) p.node()->accumulate(dimsum::slice<D>(g, begin, begin + n));
+        begin += n;
+      }
+    });
+  }
+}
+
+}  // namespace dimsum

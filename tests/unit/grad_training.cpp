@@ -1,0 +1,191 @@
+// The operations training needs beyond the seeds, on vars: activations
+// (relu, gelu exact and tanh, tanh, log), log_softmax, cross_entropy (mean
+// and sum, integer targets), layer_norm with weight and bias, select,
+// slice, stack, concat, lookup (embedding, repeated ids) and dropout (same
+// mask in both passes). Each against central finite differences in double
+// (grad_check.hpp) and against PyTorch autograd fixtures
+// (tests/reference/make_grad_fixtures.py, float64, loss sum(y * r)).
+#include "grad_check.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <dimsum/io/npy.hpp>
+
+using dimsum::parameter;
+using dimsum::tensor;
+using grad_check::check;
+using grad_check::random_parameter;
+namespace grad = dimsum::grad;
+
+namespace {
+DIMSUM_DIM(a);
+DIMSUM_DIM(b);
+DIMSUM_DIM(c);
+DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
+DIMSUM_DIM(vocab);
+DIMSUM_DIM(emb);
+DIMSUM_DIM(part);
+
+template <class V>
+auto loss_of(const V& v) {
+  return dimsum::einsum<>(v * (v + 0.5));
+}
+
+std::string fixture(const std::string& name) {
+  return std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/grad/" + name + ".npy";
+}
+template <class TT>
+TT load(const std::string& name) {
+  return dimsum::load_npy<TT>(fixture(name));
+}
+template <class P>
+P load_parameter(const std::string& name) {
+  return P(load<typename P::tensor_type>(name));
+}
+template <class Got>
+void expect_near(const Got& got, const std::string& name) {
+  using W = dimsum::tensor_for_t<double, dimsum::dims_of_t<Got>>;
+  const W want = load<W>(name);
+  REQUIRE(got.extents() == want.extents());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(got.data()[i] - want.data()[i]) <= 1e-10 + 1e-10 * std::abs(want.data()[i]))) ++bad;
+  INFO("fixture " << name);
+  CHECK(bad == 0);
+}
+/// y = f(tape, vars...), loss sum(y * r): each gradient against <case>_grad_<name>.
+template <class F, class... P>
+void torch_case(const std::string& name, F f, std::initializer_list<const char*> names, P&... ps) {
+  (ps.zero_grad(), ...);
+  {
+    grad::tape t;
+    auto y = f(t, t.watch(ps)...);
+    using R = dimsum::tensor_for_t<double, typename decltype(y)::dims>;
+    const R r = load<R>(name + "_r");
+    t.backward(dimsum::einsum<>(y * r));
+  }
+  auto it = names.begin();
+  (expect_near(ps.grad, name + "_grad_" + *it++), ...);
+}
+using ab_t = parameter<double, a, b>;
+}  // namespace
+
+TEST_CASE("grad activations: relu, gelu, gelu_tanh, tanh, log", "[grad][activation]") {
+  auto x = random_parameter<ab_t>(40, 1.0, a{3}, b{4});
+  check([](grad::tape&, auto x) { return loss_of(dimsum::relu(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::gelu(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::gelu_tanh(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::tanh(x)); }, x);
+  for (auto& v : x.value.storage()) v = 0.5 + std::abs(v);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::log(x)); }, x);
+  for (const char* n : {"relu", "gelu", "gelu_tanh", "tanh", "log"}) {
+    auto p = load_parameter<ab_t>(std::string(n) + "_x");
+    const std::string name = n;
+    torch_case(name, [&](grad::tape&, auto x) {
+      if (name == "relu") return dimsum::relu(x);
+      if (name == "gelu") return dimsum::gelu(x);
+      if (name == "gelu_tanh") return dimsum::gelu_tanh(x);
+      if (name == "tanh") return dimsum::tanh(x);
+      return dimsum::log(x);
+    }, {"x"}, p);
+  }
+}
+
+TEST_CASE("grad log_softmax along a named dim", "[grad][log_softmax]") {
+  auto x = random_parameter<ab_t>(41, 1.0, a{3}, b{5});
+  check([](grad::tape&, auto x) { return loss_of(dimsum::log_softmax<b>(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::log_softmax<a>(x)); }, x);
+  auto p = load_parameter<ab_t>("log_softmax_x");
+  torch_case("log_softmax", [](grad::tape&, auto x) { return dimsum::log_softmax<b>(x); }, {"x"}, p);
+}
+
+TEST_CASE("grad cross_entropy: integer targets by name, mean and sum", "[grad][cross_entropy]") {
+  using logits_t = parameter<double, batch, posn, vocab>;
+  auto x = random_parameter<logits_t>(42, 1.0, batch{2}, posn{3}, vocab{5});
+  tensor<std::int64_t, posn, batch> t(batch{2}, posn{3});  // another order than the logits: placed by name
+  const std::int64_t ids[2][3] = {{1, 4, 1}, {0, 1, 3}};
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) t(batch{i}, posn{j}) = ids[i][j];
+  check([&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, t); }, x);
+  check([&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, t, dimsum::reduction::sum) * 0.3; }, x);
+  const auto targets = load<tensor<std::int64_t, batch, posn>>("cross_entropy_mean_t");
+  for (auto [red, how] : {std::pair{"mean", dimsum::reduction::mean}, std::pair{"sum", dimsum::reduction::sum}}) {
+    auto p = load_parameter<logits_t>(std::string("cross_entropy_") + red + "_x");
+    torch_case(std::string("cross_entropy_") + red,
+               [&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, targets, how); }, {"x"}, p);
+  }
+  tensor<std::int64_t, batch, posn> bad = targets;
+  bad(batch{1}, posn{2}) = 5;
+  grad::tape tp;
+  CHECK_THROWS_AS(dimsum::cross_entropy<vocab>(tp.watch(x), bad), dimsum::shape_error);
+}
+
+TEST_CASE("grad layer_norm with weight and bias", "[grad][layer_norm]") {
+  auto x = random_parameter<parameter<double, a, b, c>>(43, 1.0, a{2}, b{3}, c{4});
+  auto w = random_parameter<parameter<double, c>>(44, 1.0, c{4});
+  auto bias = random_parameter<parameter<double, c>>(45, 1.0, c{4});
+  check([](grad::tape&, auto x, auto w, auto bias) { return loss_of(dimsum::layer_norm<c>(x, w, bias)); }, x, w, bias);
+  auto px = load_parameter<parameter<double, a, b, c>>("layer_norm_x");
+  auto pw = load_parameter<parameter<double, c>>("layer_norm_w");
+  auto pb = load_parameter<parameter<double, c>>("layer_norm_b");
+  torch_case("layer_norm", [](grad::tape&, auto x, auto w, auto bias) { return dimsum::layer_norm<c>(x, w, bias); },
+             {"x", "w", "b"}, px, pw, pb);
+}
+
+TEST_CASE("grad select, slice, stack, concat", "[grad][slice]") {
+  using p3 = parameter<double, a, b, c>;
+  auto x = random_parameter<p3>(46, 1.0, a{2}, b{3}, c{4});
+  check([](grad::tape&, auto x) { return loss_of(dimsum::select<b>(x, 1)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::slice<b>(x, 1, 3)); }, x);
+  auto p = load_parameter<p3>("select_x");
+  torch_case("select", [](grad::tape&, auto x) { return dimsum::select<b>(x, 1); }, {"x"}, p);
+  auto q = load_parameter<p3>("slice_x");
+  torch_case("slice", [](grad::tape&, auto x) { return dimsum::slice<b>(x, 1, 3); }, {"x"}, q);
+
+  auto sx = load_parameter<ab_t>("stack_x");
+  auto sy = load_parameter<ab_t>("stack_y");
+  torch_case("stack", [](grad::tape&, auto x, auto y) { return dimsum::stack<part>(std::vector{x, y, x}); }, {"x", "y"},
+             sx, sy);
+  check([](grad::tape&, auto x, auto y) { return loss_of(dimsum::stack<part>(std::vector{x, y, x})); }, sx, sy);
+  auto cx = load_parameter<ab_t>("concat_x");
+  auto cy = load_parameter<ab_t>("concat_y");
+  torch_case("concat", [](grad::tape&, auto x, auto y) { return dimsum::concat<b>(std::vector{x, y}); }, {"x", "y"}, cx,
+             cy);
+  check([](grad::tape&, auto x, auto y) { return loss_of(dimsum::concat<b>(std::vector{x, y})); }, cx, cy);
+}
+
+TEST_CASE("grad lookup: embedding rows, gradient summed over repeated ids", "[grad][embedding]") {
+  auto table = load_parameter<parameter<double, vocab, emb>>("lookup_table");
+  const auto ids = load<tensor<std::int64_t, batch, posn>>("lookup_ids");
+  torch_case("lookup", [&](grad::tape&, auto tb) { return dimsum::lookup<vocab>(tb, ids); }, {"table"}, table);
+  check([&](grad::tape&, auto tb) { return loss_of(dimsum::lookup<vocab>(tb, ids)); }, table);
+  // By hand: with loss sum(rows), row v of the gradient is the count of id v.
+  table.zero_grad();
+  grad::tape t;
+  t.backward(dimsum::einsum<>(dimsum::lookup<vocab>(t.watch(table), ids)));
+  const double count[4] = {2, 1, 3, 0};
+  for (std::size_t v = 0; v < 4; ++v)
+    for (std::size_t e = 0; e < 3; ++e) CHECK(table.grad(vocab{v}, emb{e}) == count[v]);
+}
+
+TEST_CASE("grad dropout: the backward pass uses the forward's mask", "[grad][dropout]") {
+  auto x = random_parameter<ab_t>(47, 1.0, a{8}, b{8});
+  check([](grad::tape&, auto x) { return loss_of(dimsum::dropout(x, 0.25, 9)); }, x);
+  // d/dx sum(dropout(x)) is the scaled mask: 0 where the output is 0, 1/(1-p) elsewhere.
+  x.zero_grad();
+  grad::tape t;
+  auto y = dimsum::dropout(t.watch(x), 0.25, 9);
+  t.backward(dimsum::einsum<>(y));
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < x.value.size(); ++i) {
+    const bool kept = y.value().data()[i] != 0.0;
+    dropped += kept ? 0 : 1;
+    CHECK(x.grad.data()[i] == (kept ? 1.0 / 0.75 : 0.0));
+    if (kept) CHECK(y.value().data()[i] == Approx(x.value.data()[i] / 0.75));
+  }
+  CHECK(dropped > 0);
+  CHECK(dropped < x.value.size());
+}
