@@ -256,12 +256,8 @@ using operand_value_t = typename operand_value<A, B>::type;
 // Declared before make_elementwise: for operands whose types bring no
 // dimsum::detail into argument-dependent lookup (rank-0 tensors, unary
 // operations) ordinary lookup must find them.
-template <bool Strict, class Op, class A, class B>
-auto make_checked(Op op, A&& a, B&& b);
-template <bool Strict, class Op, class A>
-auto make_checked(Op op, A&& a);
-template <bool Strict, class Op, class A, class B, class C>
-auto make_checked(Op op, A&& a, B&& b, C&& c);
+template <bool Strict, class Op, class A, class... X>
+auto make_checked(Op op, A&& a, X&&... x);
 
 /// Builds an element-wise node after the compile-time checks. Strict says
 /// whether two non-scalar operands must share a dim.
