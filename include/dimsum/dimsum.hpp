@@ -11,6 +11,7 @@
 #include <dimsum/core/errors.hpp>
 #include <dimsum/core/fixed_string.hpp>
 #include <dimsum/ops/arange.hpp>
+#include <dimsum/ops/diagonal.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/map.hpp>
