@@ -19,6 +19,7 @@
 #include <dimsum/ops/math.hpp>
 #include <dimsum/ops/reduce.hpp>
 #include <dimsum/ops/regroup.hpp>
+#include <dimsum/ops/repeat.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/softmax.hpp>
