@@ -11,6 +11,7 @@
 #include <dimsum/core/errors.hpp>
 #include <dimsum/core/fixed_string.hpp>
 #include <dimsum/ops/arange.hpp>
+#include <dimsum/ops/diagonal.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/map.hpp>
@@ -18,6 +19,7 @@
 #include <dimsum/ops/math.hpp>
 #include <dimsum/ops/reduce.hpp>
 #include <dimsum/ops/regroup.hpp>
+#include <dimsum/ops/repeat.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/softmax.hpp>

@@ -76,10 +76,30 @@ using diagnostic_name_t =
 
 }  // namespace dimsum
 
+namespace dimsum::detail {
+/// The members every dim has: a tag of one of these names would hide the
+/// member it inherits (a class's own name wins inside it), so DIMSUM_DIM
+/// refuses them.
+consteval bool is_dim_member_name(std::string_view n) {
+  return n == "name" || n == "value" || n == "static_extent" || n == "is_static" || n == "name_view";
+}
+}  // namespace dimsum::detail
+
 /// Declares a dim tag type: DIMSUM_DIM(posn) or DIMSUM_DIM(d_head, 64).
+///
+/// Any identifier is a valid name, library functions' included (`index`,
+/// `time`, `exp`, `log`, `sum`: tests/static/dim_names.cpp), except the
+/// members every dim has (`name`, `value`, `static_extent`, `is_static`,
+/// `name_view`). Declare dims in a namespace (or a function): at global
+/// scope a C function of the same name, such as `index` from <strings.h>,
+/// hides the struct (C++'s rule for a class and a function of one name).
 #define DIMSUM_DIM(...) DIMSUM_DIM_SELECT_(__VA_ARGS__, DIMSUM_DIM_STATIC_, DIMSUM_DIM_DYNAMIC_, )(__VA_ARGS__)
 #define DIMSUM_DIM_SELECT_(a, b, macro, ...) macro
-#define DIMSUM_DIM_DYNAMIC_(id) \
-  struct id : ::dimsum::dim<#id> {}
-#define DIMSUM_DIM_STATIC_(id, extent) \
-  struct id : ::dimsum::dim<#id, extent> {}
+#define DIMSUM_DIM_DYNAMIC_(id) DIMSUM_DIM_TAG_(id, ::dimsum::dim<#id>)
+#define DIMSUM_DIM_STATIC_(id, extent) DIMSUM_DIM_TAG_(id, ::dimsum::dim<#id, extent>)
+#define DIMSUM_DIM_TAG_(id, ...)                                                                    \
+  struct id : __VA_ARGS__ {                                                                                \
+    static_assert(!::dimsum::detail::is_dim_member_name(#id),                                       \
+                  "dimsum: a dim cannot be named name, value, static_extent, is_static or "       \
+                  "name_view (every dim has a member of that name); choose another name");        \
+  }

@@ -75,25 +75,18 @@ struct relu { static constexpr const char* name = "relu"; template <class A> A o
 
 struct pow { static constexpr const char* name = "pow"; template <class A, class B> auto operator()(A a, B b) const { return std::pow(a, b); } };
 // NaN from either side wins; otherwise std::min / std::max (which return
-// the first operand when the two compare equal, as torch does for +-0).
-struct minimum {
-  static constexpr const char* name = "minimum";
+// the first operand when the two compare equal).
+template <bool Max>
+struct extremum {
   template <class A, class B>
   auto operator()(A a, B b) const {
     using C = std::common_type_t<A, B>;
     const C x = static_cast<C>(a), y = static_cast<C>(b);
-    return x != x ? x : y != y ? y : (y < x ? y : x);
+    return x != x ? x : y != y ? y : ((Max ? x < y : y < x) ? y : x);
   }
 };
-struct maximum {
-  static constexpr const char* name = "maximum";
-  template <class A, class B>
-  auto operator()(A a, B b) const {
-    using C = std::common_type_t<A, B>;
-    const C x = static_cast<C>(a), y = static_cast<C>(b);
-    return x != x ? x : y != y ? y : (x < y ? y : x);
-  }
-};
+struct minimum : extremum<false> { static constexpr const char* name = "minimum"; };
+struct maximum : extremum<true> { static constexpr const char* name = "maximum"; };
 // min(max(x, lo), hi), NaN if any of the three is NaN, as torch.clamp.
 struct clamp {
   static constexpr const char* name = "clamp";

@@ -89,29 +89,27 @@ struct prod {
     return acc;
   }
 };
-/// Whether any element is nonzero (NaN is nonzero; false over an empty dim).
-struct any {
-  static constexpr const char* name = "any";
+/// any (Any = true: whether some element is nonzero) and all (Any = false:
+/// whether every element is): the first element whose truth equals Any
+/// decides; an empty dim gives !Any. NaN is nonzero.
+template <bool Any>
+struct truth_reduction {
   template <class T>
   using result_t = bool;
   template <class T, class Read>
   static bool reduce(std::size_t n, Read&& read) {
     for (std::size_t i = 0; i < n; ++i)
-      if (read(i) != T(0)) return true;
-    return false;
+      if ((read(i) != T(0)) == Any) return Any;
+    return !Any;
   }
 };
+/// Whether any element is nonzero (NaN is nonzero; false over an empty dim).
+struct any : truth_reduction<true> {
+  static constexpr const char* name = "any";
+};
 /// Whether every element is nonzero (true over an empty dim).
-struct all {
+struct all : truth_reduction<false> {
   static constexpr const char* name = "all";
-  template <class T>
-  using result_t = bool;
-  template <class T, class Read>
-  static bool reduce(std::size_t n, Read&& read) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (read(i) == T(0)) return false;
-    return true;
-  }
 };
 /// log(sum(exp(x))), computed as m + log(sum(exp(x - m))) with m the
 /// maximum, as torch.logsumexp: NaN if any element is NaN, +inf if one is

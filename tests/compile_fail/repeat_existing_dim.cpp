@@ -1,0 +1,14 @@
+// repeat along a dim the tensor already has.
+// EXPECT: dimsum: repeat adds a dim that the tensor already has
+// EXPECT: repeat_adds_a_dim_the_tensor_already_has<posn, dimsum::dims<batch, posn, d_model> ?>
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+#ifdef DIMSUM_SHOULD_FAIL
+  auto r = dimsum::repeat(x, posn{4});
+#else
+  auto r = dimsum::repeat(x, q_posn{4});
+#endif
+  (void)r;
+}
