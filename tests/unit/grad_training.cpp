@@ -112,9 +112,10 @@ TEST_CASE("grad cross_entropy: integer targets by name, mean and sum", "[grad][c
   check([&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, t); }, x);
   check([&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, t, dimsum::reduction::sum) * 0.3; }, x);
   const auto targets = load<tensor<std::int64_t, batch, posn>>("cross_entropy_mean_t");
-  for (auto [red, how] : {std::pair{"mean", dimsum::reduction::mean}, std::pair{"sum", dimsum::reduction::sum}}) {
-    auto p = load_parameter<logits_t>(std::string("cross_entropy_") + red + "_x");
-    torch_case(std::string("cross_entropy_") + red,
+  for (const auto& c : {std::pair{"mean", dimsum::reduction::mean}, std::pair{"sum", dimsum::reduction::sum}}) {
+    const dimsum::reduction how = c.second;
+    auto p = load_parameter<logits_t>(std::string("cross_entropy_") + c.first + "_x");
+    torch_case(std::string("cross_entropy_") + c.first,
                [&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, targets, how); }, {"x"}, p);
   }
   tensor<std::int64_t, batch, posn> bad = targets;
