@@ -18,6 +18,13 @@
 
 namespace grad_check {
 
+/// A loss that sees every element of v with a different weight:
+/// sum(v * (v + 0.5)), so a gradient check is not blind to any element.
+template <class V>
+auto loss_of(const V& v) {
+  return dimsum::einsum<>(v * (v + 0.5));
+}
+
 /// The loss f(tape, var...) with each parameter watched on a fresh tape.
 template <class F, class... P>
 double value_of_loss(F& f, P&... ps) {

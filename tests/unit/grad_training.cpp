@@ -29,10 +29,6 @@ DIMSUM_DIM(vocab);
 DIMSUM_DIM(emb);
 DIMSUM_DIM(part);
 
-template <class V>
-auto loss_of(const V& v) {
-  return dimsum::einsum<>(v * (v + 0.5));
-}
 
 using ab_t = parameter<double, a, b>;
 }  // namespace
