@@ -11,6 +11,7 @@
 using dimsum::parameter;
 using dimsum::tensor;
 using grad_check::check;
+using grad_check::loss_of;
 using grad_check::random_parameter;
 namespace grad = dimsum::grad;
 
@@ -25,11 +26,6 @@ DIMSUM_DIM(hd);
 DIMSUM_DIM(q);
 DIMSUM_DIM(k);
 
-// A loss that sees every element with a different weight: sum(v * (v + 0.5)).
-template <class V>
-auto loss_of(const V& v) {
-  return dimsum::einsum<>(v * (v + 0.5));
-}
 
 using ab_t = parameter<double, a, b>;
 using bc_t = parameter<double, b, c>;

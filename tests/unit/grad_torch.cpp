@@ -15,6 +15,7 @@
 using dimsum::parameter;
 using dimsum::tensor;
 namespace grad = dimsum::grad;
+using namespace grad_check;
 
 namespace {
 DIMSUM_DIM(a);
@@ -27,50 +28,6 @@ DIMSUM_DIM(hd);
 DIMSUM_DIM(q);
 DIMSUM_DIM(k);
 
-std::string fixture(const std::string& name) {
-  return std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/grad/" + name + ".npy";
-}
-template <class TT>
-TT load(const std::string& name) {
-  return dimsum::load_npy<TT>(fixture(name));
-}
-template <class P>
-P load_parameter(const std::string& name) {
-  return P(load<typename P::tensor_type>(name));
-}
-
-/// Every element of got against the double fixture (read in got's dims
-/// order): |got - want| <= atol + rtol * |want|.
-template <class Got>
-void expect_near(const Got& got, const std::string& name, double atol, double rtol) {
-  using W = dimsum::tensor_for_t<double, dimsum::dims_of_t<Got>>;
-  const W want = load<W>(name);
-  REQUIRE(got.extents() == want.extents());
-  double worst = 0;
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const double err = std::abs(double(got.data()[i]) - want.data()[i]);
-    worst = std::max(worst, err);
-    if (!(err <= atol + rtol * std::abs(want.data()[i]))) ++bad;
-  }
-  INFO("fixture " << name << ": worst abs error " << worst);
-  CHECK(bad == 0);
-}
-
-/// Runs y = f(tape, var...) with loss sum(y * r), r from the fixture, and
-/// checks each parameter's gradient against <case>_grad_<name>.
-template <class F, class... P>
-void torch_case(const std::string& name, F f, std::initializer_list<const char*> names, P&... ps) {
-  {
-    grad::tape t;
-    auto y = f(t, t.watch(ps)...);
-    using R = dimsum::tensor_for_t<double, typename decltype(y)::dims>;
-    const R r = load<R>(name + "_r");
-    t.backward(dimsum::einsum<>(y * r));
-  }
-  auto it = names.begin();
-  (expect_near(ps.grad, name + "_grad_" + *it++, 1e-10, 1e-10), ...);
-}
 }  // namespace
 
 TEST_CASE("grad vs torch: einsum with a grouped input axis and three operands", "[grad][torch]") {

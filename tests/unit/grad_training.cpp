@@ -15,9 +15,9 @@
 
 using dimsum::parameter;
 using dimsum::tensor;
-using grad_check::check;
 using grad_check::random_parameter;
 namespace grad = dimsum::grad;
+using namespace grad_check;
 
 namespace {
 DIMSUM_DIM(a);
@@ -29,47 +29,7 @@ DIMSUM_DIM(vocab);
 DIMSUM_DIM(emb);
 DIMSUM_DIM(part);
 
-template <class V>
-auto loss_of(const V& v) {
-  return dimsum::einsum<>(v * (v + 0.5));
-}
 
-std::string fixture(const std::string& name) {
-  return std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/grad/" + name + ".npy";
-}
-template <class TT>
-TT load(const std::string& name) {
-  return dimsum::load_npy<TT>(fixture(name));
-}
-template <class P>
-P load_parameter(const std::string& name) {
-  return P(load<typename P::tensor_type>(name));
-}
-template <class Got>
-void expect_near(const Got& got, const std::string& name) {
-  using W = dimsum::tensor_for_t<double, dimsum::dims_of_t<Got>>;
-  const W want = load<W>(name);
-  REQUIRE(got.extents() == want.extents());
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < want.size(); ++i)
-    if (!(std::abs(got.data()[i] - want.data()[i]) <= 1e-10 + 1e-10 * std::abs(want.data()[i]))) ++bad;
-  INFO("fixture " << name);
-  CHECK(bad == 0);
-}
-/// y = f(tape, vars...), loss sum(y * r): each gradient against <case>_grad_<name>.
-template <class F, class... P>
-void torch_case(const std::string& name, F f, std::initializer_list<const char*> names, P&... ps) {
-  (ps.zero_grad(), ...);
-  {
-    grad::tape t;
-    auto y = f(t, t.watch(ps)...);
-    using R = dimsum::tensor_for_t<double, typename decltype(y)::dims>;
-    const R r = load<R>(name + "_r");
-    t.backward(dimsum::einsum<>(y * r));
-  }
-  auto it = names.begin();
-  (expect_near(ps.grad, name + "_grad_" + *it++), ...);
-}
 using ab_t = parameter<double, a, b>;
 }  // namespace
 
@@ -112,9 +72,10 @@ TEST_CASE("grad cross_entropy: integer targets by name, mean and sum", "[grad][c
   check([&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, t); }, x);
   check([&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, t, dimsum::reduction::sum) * 0.3; }, x);
   const auto targets = load<tensor<std::int64_t, batch, posn>>("cross_entropy_mean_t");
-  for (auto [red, how] : {std::pair{"mean", dimsum::reduction::mean}, std::pair{"sum", dimsum::reduction::sum}}) {
-    auto p = load_parameter<logits_t>(std::string("cross_entropy_") + red + "_x");
-    torch_case(std::string("cross_entropy_") + red,
+  for (const auto& c : {std::pair{"mean", dimsum::reduction::mean}, std::pair{"sum", dimsum::reduction::sum}}) {
+    const dimsum::reduction how = c.second;
+    auto p = load_parameter<logits_t>(std::string("cross_entropy_") + c.first + "_x");
+    torch_case(std::string("cross_entropy_") + c.first,
                [&](grad::tape&, auto x) { return dimsum::cross_entropy<vocab>(x, targets, how); }, {"x"}, p);
   }
   tensor<std::int64_t, batch, posn> bad = targets;

@@ -196,6 +196,17 @@ struct var_for<T, dim_list<Ds...>> {
 template <class T, class L>
 using var_for_t = typename detail::var_for<T, L>::type;
 
+namespace detail {
+/// A var without gradient holding the evaluated e, on tape t (or none).
+template <class E>
+auto constant_var(tape* t, E&& e) {
+  using V = var_for_t<value_type_of_t<E>, dims_of_t<E>>;
+  auto n = std::make_shared<typename V::node_type>();
+  n->own = std::forward<E>(e);
+  return V(t, std::move(n));
+}
+}  // namespace detail
+
 /// Records operations on vars and runs them backwards. One tape is one
 /// forward and backward pass (a training step): make a new one per step.
 /// Not copyable or movable (vars point at it); watched parameters must
@@ -242,10 +253,7 @@ class tape {
     if constexpr (is_invalid_v<E>) {
       return invalid_expression{};
     } else {
-      using V = var_for_t<value_type_of_t<E>, dims_of_t<E>>;
-      auto n = std::make_shared<typename V::node_type>();
-      n->own = std::forward<E>(e);
-      return V(this, std::move(n));
+      return detail::constant_var(this, std::forward<E>(e));
     }
   }
 
@@ -333,10 +341,7 @@ decltype(auto) lift(X&& x) {
   if constexpr (var_like<X> || !named_expression<X>) {
     return std::forward<X>(x);
   } else {
-    using V = var_for_t<value_type_of_t<X>, dims_of_t<X>>;
-    auto n = std::make_shared<typename V::node_type>();
-    n->own = std::forward<X>(x);
-    return V(nullptr, std::move(n));
+    return constant_var(nullptr, std::forward<X>(x));
   }
 }
 

@@ -63,53 +63,52 @@ auto slice(V&& v, std::size_t begin, std::size_t end) {
   }, v);
 }
 
+namespace grad::detail {
+/// Records `join` (stack or concat) of the parts' values; `rule(g, parts)`
+/// sends each part its piece of the gradient.
+template <class T, dimension... Ds, class Join, class Rule>
+auto record_join(const std::vector<var<T, Ds...>>& parts, Join join, Rule rule) {
+  std::vector<tensor<T, Ds...>> values;
+  tape* t = nullptr;
+  bool rg = false;
+  for (const auto& p : parts) {
+    values.push_back(p.value());
+    t = common_tape({t, p.owner()});
+    rg = rg || p.requires_grad();
+  }
+  auto fwd = join(values);
+  if constexpr (is_invalid_v<decltype(fwd)>)
+    return invalid_expression{};
+  else
+    return record(t, std::move(fwd), rg, [parts, rule](const auto& g, const auto&) { rule(g, parts); });
+}
+}  // namespace grad::detail
+
 /// Stacks vars of equal dims along a new dim D (first in the result, as for
 /// tensors); part j's gradient is select<D>(g, j).
 template <dimension D, class T, dimension... Ds>
 auto stack(const std::vector<grad::var<T, Ds...>>& parts) {
-  std::vector<tensor<T, Ds...>> values;
-  bool rg = false;
-  for (const auto& p : parts) {
-    values.push_back(p.value());
-    rg = rg || p.requires_grad();
-  }
-  auto fwd = dimsum::stack<D>(values);
-  if constexpr (is_invalid_v<decltype(fwd)>) {
-    return invalid_expression{};
-  } else {
-    grad::tape* t = nullptr;
-    for (const auto& p : parts) t = grad::detail::common_tape({t, p.owner()});
-    return grad::detail::record(t, std::move(fwd), rg, [parts](const auto& g, const auto&) {
-      for (std::size_t j = 0; j < parts.size(); ++j)
-        if (parts[j].requires_grad()) parts[j].node()->accumulate(dimsum::select<D>(g, j));
-    });
-  }
+  return grad::detail::record_join(
+      parts, [](const auto& values) { return dimsum::stack<D>(values); },
+      [](const auto& g, const auto& ps) {
+        for (std::size_t j = 0; j < ps.size(); ++j)
+          if (ps[j].requires_grad()) ps[j].node()->accumulate(dimsum::select<D>(g, j));
+      });
 }
 
 /// Concatenates vars along their dim D; part j's gradient is its range of g.
 template <dimension D, class T, dimension... Ds>
 auto concat(const std::vector<grad::var<T, Ds...>>& parts) {
-  std::vector<tensor<T, Ds...>> values;
-  bool rg = false;
-  for (const auto& p : parts) {
-    values.push_back(p.value());
-    rg = rg || p.requires_grad();
-  }
-  auto fwd = dimsum::concat<D>(values);
-  if constexpr (is_invalid_v<decltype(fwd)>) {
-    return invalid_expression{};
-  } else {
-    grad::tape* t = nullptr;
-    for (const auto& p : parts) t = grad::detail::common_tape({t, p.owner()});
-    return grad::detail::record(t, std::move(fwd), rg, [parts](const auto& g, const auto&) {
-      std::size_t begin = 0;
-      for (const auto& p : parts) {
-        const std::size_t n = p.template extent<D>();
-        if (p.requires_grad()) p.node()->accumulate(dimsum::slice<D>(g, begin, begin + n));
-        begin += n;
-      }
-    });
-  }
+  return grad::detail::record_join(
+      parts, [](const auto& values) { return dimsum::concat<D>(values); },
+      [](const auto& g, const auto& ps) {
+        std::size_t begin = 0;
+        for (const auto& p : ps) {
+          const std::size_t n = p.template extent<D>();
+          if (p.requires_grad()) p.node()->accumulate(dimsum::slice<D>(g, begin, begin + n));
+          begin += n;
+        }
+      });
 }
 
 }  // namespace dimsum
