@@ -28,12 +28,12 @@
 #include <cstring>
 #include <limits>
 
-#include "dimsum/detail/simd.hpp"
 #include "dimsum/kernels/contraction_args.hpp"
 #include "dimsum/kernels/detail/gemm_driver.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/detail/gemm_scratch.hpp"
 #include "dimsum/kernels/gemm.hpp"
+#include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/softmax.hpp"
 #include "dimsum/kernels/threads.hpp"
 

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <dimsum/plan/fusion_traits.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -28,6 +29,7 @@ struct scalar_expr : expression_tag {
   using value_type = T;
   using dims = dim_list<>;
   static constexpr std::size_t rank = 0;
+  using fusion_traits = plan::scalar_node;
   T value;
 
   explicit scalar_expr(T v) : value(v) {}
@@ -73,6 +75,17 @@ struct cast { static constexpr const char* name = "cast"; template <class A> T o
 }  // namespace ops
 
 namespace detail {
+/// How the fusion patterns (plan/fusion_patterns.hpp) see an element-wise
+/// functor.
+template <class Op>
+inline constexpr plan::pointwise pointwise_v = plan::pointwise::other;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::multiplies> = plan::pointwise::multiply;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::divides> = plan::pointwise::divide;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::masked_fill> = plan::pointwise::masked_fill;
+
 template <class... Ls>
 struct union_all;
 template <class L>
@@ -94,6 +107,7 @@ class elementwise_expr : public expression_tag {
   using value_type = std::remove_cvref_t<decltype(Op{}(std::declval<value_type_of_t<Args>>()...))>;
   static constexpr std::size_t rank = dims::size;
   using operands_type = std::tuple<detail::closure_t<Args>...>;
+  using fusion_traits = plan::elementwise_node<detail::pointwise_v<Op>, Args...>;
 
   template <class... A>
   explicit elementwise_expr(Op op, A&&... args) : op_(op), args_(std::forward<A>(args)...) {

@@ -9,7 +9,7 @@
 #include <array>
 #include <cstddef>
 
-#include <dimsum/kernels/reference.hpp>
+#include <dimsum/kernels/reduce.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
