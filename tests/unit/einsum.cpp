@@ -195,7 +195,7 @@ TEMPLATE_TEST_CASE("einsum: three or more operands contract pairwise, dims of on
   // u·M first (one dim left), then with v.
   auto e3 = einsum<"i, i j, j k -> k">(u, M, v);
   static_assert(decltype(e3)::pairwise && !decltype(e3)::uses_gemm);
-  static_assert(detail::cheapest_pair<dim_list<k>, dim_list<i>, dim_list<i, j>, dim_list<j, k>>() ==
+  static_assert(plan::cheapest_pair<dim_list<k>, dim_list<i>, dim_list<i, j>, dim_list<j, k>>() ==
                 std::array<std::size_t, 2>{0, 1});
   // A chain of four: M v first would leave (i, k); v w first leaves (j, h).
   auto e4 = einsum<"i j, j k, k h, i -> h">(M, v, w, u);

@@ -72,13 +72,14 @@ std::vector<double> reference(const sizes& s, const T* q, const T* k, const T* v
   return out;
 }
 
-/// Every element within atol + rtol * |expected|; NaN exactly where expected is NaN.
+/// Every element within atol + rtol * |expected| (an infinity: equal); NaN
+/// exactly where expected is NaN.
 template <class A>
 std::size_t mismatches(const A& got, const std::vector<double>& expected, double atol, double rtol = 0) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const double g = double(got[i]), e = double(expected[i]);
-    if (std::isnan(e) ? !std::isnan(g) : !(std::fabs(g - e) <= atol + rtol * std::fabs(e))) ++bad;
+    if (std::isnan(e) ? !std::isnan(g) : !(g == e || std::fabs(g - e) <= atol + rtol * std::fabs(e))) ++bad;
   }
   return bad;
 }
@@ -118,6 +119,80 @@ auto attend(P&& pattern, const V& v) {
 
 /// The causal rule of causal_mask: key index above query index.
 double causal(double x, std::size_t i, std::size_t j, double fill) { return j > i ? fill : x; }
+
+/// Runs kernels::attention_on on every arch path, 1 and 2 threads, over `in`
+/// (h = 1; V laid out (b, k, h, c), out as (b, q, c) with padded rows),
+/// scores divided by 3 then causally masked with -inf, and checks the
+/// result against the loops and that the row padding is untouched.
+template <class T>
+void check_causal_kernel_on_every_arch(const inputs<T>& in) {
+  const sizes sz = in.s;
+  REQUIRE(sz.h == 1);
+  kernels::attention_args<T> a;
+  a.q = in.q.data();
+  a.k = in.k.data();
+  a.v = in.v.data();
+  a.nq = sz.nq;
+  a.nk = sz.nk;
+  a.dk = sz.d;
+  a.dv = sz.dv;
+  a.q_row = std::ptrdiff_t(sz.d);
+  a.q_col = 1;
+  a.k_row = std::ptrdiff_t(sz.d);
+  a.k_col = 1;
+  a.v_row = std::ptrdiff_t(sz.dv);
+  a.v_col = 1;
+  const std::ptrdiff_t out_row = std::ptrdiff_t(sz.dv) + 3;
+  a.out_row = out_row;
+  a.out_col = 1;
+  a.batch_rank = 1;
+  a.batch_extents[0] = sz.b;
+  a.q_batch[0] = std::ptrdiff_t(sz.nq * sz.d);
+  a.k_batch[0] = std::ptrdiff_t(sz.nk * sz.d);
+  a.v_batch[0] = std::ptrdiff_t(sz.nk * sz.dv);
+  a.out_batch[0] = std::ptrdiff_t(sz.nq) * out_row;
+  a.n_stages = 2;
+  a.stages[0].op = kernels::score_op::divide;
+  a.stages[0].value = T(3);
+  a.stages[1].op = kernels::score_op::causal;
+  a.stages[1].value = -std::numeric_limits<T>::infinity();
+  const auto ref = in.ref([](double x, auto, auto, auto i, auto j) { return causal(x / 3, i, j, -INFINITY); });
+  test::for_each_arch([&](auto arch) {
+    using Arch = decltype(arch);
+    for (int threads : {1, 2}) {
+      INFO("arch " << Arch::name() << ", threads " << threads);
+      test::thread_count_guard guard(threads);
+      std::vector<T> out(sz.b * sz.nq * std::size_t(out_row), T(-7));
+      a.out = out.data();
+      kernels::attention_on<Arch>(a);
+      std::vector<double> got;
+      for (std::size_t r = 0; r < sz.b * sz.nq; ++r)
+        for (std::size_t c = 0; c < sz.dv; ++c) got.push_back(double(out[r * std::size_t(out_row) + c]));
+      CHECK(mismatches(got, ref, 1e-5, 1e-4) == 0);
+      // The padding past each output row is untouched.
+      for (std::size_t r = 0; r < sz.b * sz.nq; ++r) CHECK(out[r * std::size_t(out_row) + sz.dv] == T(-7));
+    }
+  });
+}
+
+/// The causal pattern over `in` (scores * 0.3, masked with `fill`) on the
+/// fused path and, with the pattern evaluated first, on the unfused path:
+/// each checked against the loops, and against each other. Returns the
+/// fused result.
+template <class T>
+tensor<T, batch, q_posn, nheads, d_value> check_fused_causal(const inputs<T>& in, T fill) {
+  auto z = attend(softmax<k_posn>(causal_mask<q_posn, k_posn>(scores_of(in.q, in.k) * T(0.3), fill)), in.v);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  tensor<T, batch, q_posn, nheads, d_value> got = z;
+  tensor<T, batch, nheads, q_posn, k_posn> pattern =
+      softmax<k_posn>(causal_mask<q_posn, k_posn>(scores_of(in.q, in.k) * T(0.3), fill));
+  tensor<T, batch, q_posn, nheads, d_value> unfused = attend(pattern, in.v);
+  const auto ref = in.ref([&](double x, auto, auto, auto i, auto j) { return causal(x * 0.3, i, j, double(fill)); });
+  CHECK(mismatches(got.data(), flat(unfused), 1e-5) == 0);
+  CHECK(mismatches(got.data(), ref, 1e-5, 1e-4) == 0);
+  CHECK(mismatches(unfused.data(), ref, 1e-5, 1e-4) == 0);
+  return got;
+}
 
 }  // namespace
 
@@ -289,18 +364,52 @@ TEMPLATE_TEST_CASE("fused attention: odd lengths, partly and fully masked tiles,
                 << ", threads " << threads);
       for (T fill : {-tinf, T(-1e4), T(0.5)}) {
         INFO("masked value " << fill);
-        auto z = attend(softmax<k_posn>(causal_mask<q_posn, k_posn>(scores_of(in.q, in.k) * T(0.3), fill)), in.v);
-        static_assert(uses_fused_attention_v<decltype(z)>);
-        tensor<T, batch, q_posn, nheads, d_value> got = z;
-        tensor<T, batch, nheads, q_posn, k_posn> pattern =
-            softmax<k_posn>(causal_mask<q_posn, k_posn>(scores_of(in.q, in.k) * T(0.3), fill));
-        tensor<T, batch, q_posn, nheads, d_value> unfused = attend(pattern, in.v);
-        CHECK(mismatches(got.data(), flat(unfused), 1e-5) == 0);
-        CHECK(mismatches(got.data(),
-                         in.ref([&](double x, auto, auto, auto i, auto j) { return causal(x * 0.3, i, j, double(fill)); }),
-                         1e-5, 1e-4) == 0);
+        check_fused_causal(in, fill);
       }
     }
+}
+
+TEMPLATE_TEST_CASE("fused attention: NaN and inf in V at keys the causal mask hides propagate as unfused (PyTorch)",
+                   "[fused]", float, double) {
+  // A masked key has weight 0, and 0 * NaN and 0 * inf are NaN: PyTorch's
+  // softmax(masked) @ V and the unfused path give NaN in that value column
+  // (inf where the key is visible and V is inf). The fused kernel skips key
+  // tiles past a query tile's last row under a causal mask; it must give
+  // the same. Non-finite values sit at query / key tile edges (tiles are
+  // 64-72 query rows, 128+ keys on every arch) and at the last key; every
+  // other column stays finite. Expected from the plain loops in double.
+  using T = TestType;
+  const T tinf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const sizes sz{2, 1, 150, 210, 8, 9};
+  inputs<T> in(sz, 5);
+  // (batch, key, value column, value): at a tile's last / first key, in
+  // the middle of a key tile, the last key; key 1 is seen by almost every
+  // row (inf there gives inf, not NaN, from row 1 on).
+  struct poison {
+    std::size_t b, j, c;
+    T x;
+  };
+  const std::vector<poison> at{{0, 63, 0, nan},  {0, 64, 1, tinf},  {0, 72, 2, -tinf}, {0, 127, 3, nan},
+                               {0, 128, 4, nan}, {0, 209, 5, tinf}, {1, 149, 6, nan},  {1, 1, 7, tinf},
+                               {1, 190, 0, -tinf}};
+  for (const poison& p : at) in.v(batch{p.b}, k_posn{p.j}, nheads{0}, d_value{p.c}) = p.x;
+  for (int threads : {1, 2}) {
+    test::thread_count_guard guard(threads);
+    INFO("threads " << threads);
+    for (T fill : {-tinf, T(-1e4)}) {
+      INFO("masked value " << fill);
+      auto got = check_fused_causal(in, fill);
+      // The poisoned columns are NaN in every row that cannot see the key,
+      // the column untouched by any poison (8) is finite everywhere.
+      for (const poison& p : at)
+        for (std::size_t i = 0; i < sz.nq; ++i)
+          if (i < p.j) CHECK(std::isnan(got(batch{p.b}, q_posn{i}, nheads{0}, d_value{p.c})));
+      for (std::size_t b = 0; b < sz.b; ++b)
+        for (std::size_t i = 0; i < sz.nq; ++i) CHECK(std::isfinite(got(batch{b}, q_posn{i}, nheads{0}, d_value{8})));
+    }
+  }
+  // The kernel itself, on every arch path.
+  check_causal_kernel_on_every_arch(in);
 }
 
 TEST_CASE("fused attention: all-masked rows give NaN for -inf and uniform weights for a finite value", "[fused]") {
@@ -380,54 +489,8 @@ TEST_CASE("fused attention: empty extents", "[fused]") {
 
 TEMPLATE_TEST_CASE("kernels/attention: every arch path matches the loops", "[fused][kernels]", float, double) {
   using T = TestType;
-  const sizes sz{2, 1, 77, 203, 9, 11};
-  const inputs<T> in(sz);
-  // V is laid out (b, k, h, c) with h = 1; out as (b, q, c) with a padded row.
-  kernels::attention_args<T> a;
-  a.q = in.q.data();
-  a.k = in.k.data();
-  a.v = in.v.data();
-  a.nq = sz.nq;
-  a.nk = sz.nk;
-  a.dk = sz.d;
-  a.dv = sz.dv;
-  a.q_row = std::ptrdiff_t(sz.d);
-  a.q_col = 1;
-  a.k_row = std::ptrdiff_t(sz.d);
-  a.k_col = 1;
-  a.v_row = std::ptrdiff_t(sz.dv);
-  a.v_col = 1;
-  const std::ptrdiff_t out_row = std::ptrdiff_t(sz.dv) + 3;
-  a.out_row = out_row;
-  a.out_col = 1;
-  a.batch_rank = 1;
-  a.batch_extents[0] = sz.b;
-  a.q_batch[0] = std::ptrdiff_t(sz.nq * sz.d);
-  a.k_batch[0] = std::ptrdiff_t(sz.nk * sz.d);
-  a.v_batch[0] = std::ptrdiff_t(sz.nk * sz.dv);
-  a.out_batch[0] = std::ptrdiff_t(sz.nq) * out_row;
-  a.n_stages = 2;
-  a.stages[0].op = kernels::score_op::divide;
-  a.stages[0].value = T(3);
-  a.stages[1].op = kernels::score_op::causal;
-  a.stages[1].value = -std::numeric_limits<T>::infinity();
-  const auto ref = in.ref([](double x, auto, auto, auto i, auto j) { return causal(x / 3, i, j, -INFINITY); });
-  test::for_each_arch([&](auto arch) {
-    using Arch = decltype(arch);
-    for (int threads : {1, 2}) {
-      INFO("arch " << Arch::name() << ", threads " << threads);
-      test::thread_count_guard guard(threads);
-      std::vector<T> out(sz.b * sz.nq * std::size_t(out_row), T(-7));
-      a.out = out.data();
-      kernels::attention_on<Arch>(a);
-      std::vector<double> got;
-      for (std::size_t r = 0; r < sz.b * sz.nq; ++r)
-        for (std::size_t c = 0; c < sz.dv; ++c) got.push_back(double(out[r * std::size_t(out_row) + c]));
-      CHECK(mismatches(got, ref, 1e-5, 1e-4) == 0);
-      // The padding past each output row is untouched.
-      for (std::size_t r = 0; r < sz.b * sz.nq; ++r) CHECK(out[r * std::size_t(out_row) + sz.dv] == T(-7));
-    }
-  });
+  const inputs<T> in({2, 1, 77, 203, 9, 11});
+  check_causal_kernel_on_every_arch(in);
 }
 
 TEMPLATE_TEST_CASE("kernels/attention: Q, V and out with a non-unit inner stride, and a boolean mask, on every arch",

@@ -16,9 +16,12 @@
 /// batch index it works on into its own buffer, so there are no barriers.
 ///
 /// Semantics equal the unfused path's (materialise the scores, apply f,
-/// softmax along j, contract with V): a row whose values are all -inf gives
-/// NaN, a finite masked value takes part in the softmax like any score, and
-/// an empty key range gives zeros.
+/// softmax along j, contract with V), which are PyTorch's: a row whose
+/// values are all -inf gives NaN, a finite masked value takes part in the
+/// softmax like any score, an empty key range gives zeros, and a key whose
+/// weight is 0 still multiplies its V row, so NaN or ±inf in V at a masked
+/// key makes that output column NaN (0 * NaN, 0 * inf), skipped key tiles
+/// included (`skipped_keys_term`).
 
 #include <algorithm>
 #include <array>
@@ -28,12 +31,12 @@
 #include <cstring>
 #include <limits>
 
-#include "dimsum/detail/simd.hpp"
 #include "dimsum/kernels/contraction_args.hpp"
 #include "dimsum/kernels/detail/gemm_driver.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/detail/gemm_scratch.hpp"
 #include "dimsum/kernels/gemm.hpp"
+#include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/softmax.hpp"
 #include "dimsum/kernels/threads.hpp"
 
@@ -149,13 +152,13 @@ struct attention_kernel {
 
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
-    T *kp, *vp, *qp, *s, *o, *m, *l;
+    T *kp, *vp, *qp, *s, *o, *m, *l, *z;
     std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
   };
   std::size_t scratch_bytes() const {
     const std::size_t kp = nk_pad * a.dk, vp = dv_pad * a.nk, qp = BR * a.dk, s = BR * BC, o = BR * dv_pad;
     std::size_t total = 0;
-    for (std::size_t n : {kp, vp, qp, s, o, BR, BR}) total += round_up(n * sizeof(T), scratch_alignment);
+    for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad}) total += round_up(n * sizeof(T), scratch_alignment);
     return total;
   }
   buffers carve(void* base) const {
@@ -173,6 +176,7 @@ struct attention_kernel {
     b.o = take(BR * dv_pad);
     b.m = take(BR);
     b.l = take(BR);
+    b.z = take(dv_pad);
     return b;
   }
 
@@ -331,6 +335,29 @@ struct attention_kernel {
     return alpha;
   }
 
+  /// The term keys [key_end, nk) add to every row of a query tile whose
+  /// causal mask gives them weight 0 (the tiles skipped): sum_j 0 * V[j, c],
+  /// into z[c]. It is 0 unless V holds NaN or ±inf there, and then NaN, as
+  /// the unfused contraction (and PyTorch's `P @ V`) computes it; reading V
+  /// once costs far less than the skipped tiles' Q·Kᵀ and P·V. Returns
+  /// whether any z[c] is not 0.
+  bool skipped_keys_term(buffers& buf, std::size_t bi, std::size_t key_end) const {
+    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    std::fill(buf.z, buf.z + a.dv, T(0));
+    bool any = false;
+    for (std::size_t j = key_end; j < a.nk; ++j) {
+      const T* row = vb + static_cast<std::ptrdiff_t>(j) * a.v_row;
+      for (std::size_t c = 0; c < a.dv; ++c) {
+        const T x = row[static_cast<std::ptrdiff_t>(c) * a.v_col];
+        if (!std::isfinite(x)) {
+          buf.z[c] = std::numeric_limits<T>::quiet_NaN();  // 0 * x
+          any = true;
+        }
+      }
+    }
+    return any;
+  }
+
   /// One query tile [i0, i0 + rows) of batch index bi.
   void run_tile(buffers& buf, std::size_t bi, std::size_t i0, std::size_t rows) const {
     using ops = simd_ops<T, Arch>;
@@ -377,6 +404,9 @@ struct attention_kernel {
                            buf.vp + ((cp / NR) * a.nk + j0) * NR, t);
         }
     }
+    if (key_end < a.nk && skipped_keys_term(buf, bi, key_end))
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < a.dv; ++c) buf.o[r * dv_pad + c] += buf.z[c];
     T* ob = a.out + a.batch_offset(a.out_batch, bi);
     for (std::size_t r = 0; r < rows; ++r) {
       T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;

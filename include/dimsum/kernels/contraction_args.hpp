@@ -39,8 +39,8 @@ struct dim_group {
 /// along the N group's dims. It is added in the micro-kernel's store, as
 /// `fma(alpha, acc, fma(beta, C, bias))` (with beta == 0: `fma(alpha, acc,
 /// bias)`), the same arithmetic as writing the bias into C first and
-/// accumulating with beta == 1 (the same bits where fma rounds once),
-/// without that extra pass over C.
+/// accumulating with beta == 1 (the same bits), without that extra pass
+/// over C.
 template <class T>
 struct contraction_args {
   const T* a = nullptr;

@@ -7,20 +7,13 @@
 
 #include <type_traits>
 
-#include "dimsum/detail/simd.hpp"
 #include "dimsum/kernels/contraction_args.hpp"
 #include "dimsum/kernels/detail/gemm_driver.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
+#include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/threads.hpp"
 
 namespace dimsum::kernels {
-
-/// The arch `contract` uses: the best of AVX-512F, AVX2+FMA, AVX2 enabled at
-/// compile time (e.g. by -march=native), else `scalar_arch`.
-using best_gemm_arch = std::conditional_t<
-    xsimd::avx512f::supported(), xsimd::avx512f,
-    std::conditional_t<xsimd::fma3<xsimd::avx2>::supported(), xsimd::fma3<xsimd::avx2>,
-                       std::conditional_t<xsimd::avx2::supported(), xsimd::avx2, scalar_arch>>>;
 
 /// `contract` on an explicitly chosen arch: `xsimd::avx512f`,
 /// `xsimd::fma3<xsimd::avx2>`, `xsimd::avx2` or `scalar_arch`. The arch must

@@ -1,10 +1,11 @@
 #pragma once
 /// \file
 /// Plain-loop kernels over strided memory: the general contraction of any
-/// number of operands, reductions along axes, and row-wise softmax. They
-/// know extents and strides only, never names. The fast kernels
-/// (kernels/gemm.hpp) take over the shapes they cover; these remain the
-/// general path and the reference the fast ones are tested against.
+/// number of operands and row-wise softmax (reductions: kernels/reduce.hpp).
+/// They know extents and strides only, never names. The fast kernels
+/// (kernels/gemm.hpp, kernels/softmax.hpp) take over the shapes they cover;
+/// these remain the general path and the reference the fast ones are tested
+/// against.
 
 #include <algorithm>
 #include <array>
@@ -13,20 +14,9 @@
 #include <limits>
 #include <vector>
 
-namespace dimsum::kernels {
+#include "dimsum/kernels/detail/odometer.hpp"
 
-namespace detail {
-/// Advances the odometer idx over axes [first, last) (the last fastest);
-/// false once it wraps around.
-inline bool next_index(std::size_t* idx, const std::size_t* extents, std::size_t first, std::size_t last) {
-  for (std::size_t l = last; l > first;) {
-    --l;
-    if (++idx[l] < extents[l]) return true;
-    idx[l] = 0;
-  }
-  return false;
-}
-}  // namespace detail
+namespace dimsum::kernels {
 
 /// out[o] = sum over the summed labels of prod_j op_j[...], where the labels
 /// are numbered 0..n_labels-1, the first n_out of them are the output's.
@@ -67,49 +57,6 @@ void contract_loops(T* out, const std::ptrdiff_t* out_strides, std::size_t n_out
         if (!detail::next_index(idx.data(), extents, n_out, n_labels)) break;
       }
     }
-    out[o] = acc;
-    if (!detail::next_index(idx.data(), extents, 0, n_out)) return;
-  }
-}
-
-enum class reduce_op { sum, max, min, mean };
-
-/// out[o] = reduce over the reduced axes of in[...]; the first n_out axes of
-/// `extents` are the output's, the rest are reduced. `in_strides` has one
-/// stride per axis.
-template <class T>
-void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::size_t n_out,
-                  const std::size_t* extents, std::size_t n_axes, const T* in, const std::ptrdiff_t* in_strides) {
-  for (std::size_t l = 0; l < n_out; ++l)
-    if (extents[l] == 0) return;
-  std::size_t count = 1;
-  for (std::size_t l = n_out; l < n_axes; ++l) count *= extents[l];
-  std::vector<std::size_t> idx(n_axes, 0);
-  while (true) {
-    std::ptrdiff_t o = 0;
-    for (std::size_t l = 0; l < n_out; ++l) o += static_cast<std::ptrdiff_t>(idx[l]) * out_strides[l];
-    T acc = op == reduce_op::max   ? -std::numeric_limits<T>::infinity()
-            : op == reduce_op::min ? std::numeric_limits<T>::infinity()
-                                   : T(0);
-    if (count > 0) {  // otherwise the input is empty and `in` may be null
-      const T* base = in;
-      for (std::size_t l = 0; l < n_out; ++l) base += static_cast<std::ptrdiff_t>(idx[l]) * in_strides[l];
-      std::fill(idx.begin() + static_cast<std::ptrdiff_t>(n_out), idx.end(), 0);
-      while (true) {
-        const T* p = base;
-        for (std::size_t l = n_out; l < n_axes; ++l) p += static_cast<std::ptrdiff_t>(idx[l]) * in_strides[l];
-        const T v = *p;
-        switch (op) {
-          case reduce_op::sum:
-          case reduce_op::mean: acc += v; break;
-          // NaN propagates, as in PyTorch's max/min.
-          case reduce_op::max: acc = (v > acc || std::isnan(v)) && !std::isnan(acc) ? v : acc; break;
-          case reduce_op::min: acc = (v < acc || std::isnan(v)) && !std::isnan(acc) ? v : acc; break;
-        }
-        if (!detail::next_index(idx.data(), extents, n_out, n_axes)) break;
-      }
-    }
-    if (op == reduce_op::mean) acc /= static_cast<T>(count);
     out[o] = acc;
     if (!detail::next_index(idx.data(), extents, 0, n_out)) return;
   }

@@ -10,10 +10,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "dimsum/detail/simd.hpp"
-#include "dimsum/kernels/detail/gemm_micro.hpp"
-#include "dimsum/kernels/gemm.hpp"
 #include "dimsum/kernels/reference.hpp"
+#include "dimsum/kernels/simd.hpp"
 
 namespace dimsum::kernels {
 

@@ -29,6 +29,9 @@
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/plan/contraction_plan.hpp>
+#include <dimsum/plan/fusion_patterns.hpp>
+#include <dimsum/plan/fusion_traits.hpp>
+#include <dimsum/plan/pairwise_order.hpp>
 
 namespace dimsum {
 
@@ -46,6 +49,7 @@ class einsum_expr : public expression_tag {
   static constexpr std::size_t rank = Out::size;
   using plan_type = plan::contraction_plan<Out, dims_of_t<Ops>...>;
   using operands_type = std::tuple<detail::closure_t<Ops>...>;
+  using fusion_traits = plan::contraction_node<Out, Ops...>;
 
   /// Whether this contraction runs on the packed GEMM kernel (two operands
   /// of float or double, no dim summed out of one operand alone, at most
@@ -60,8 +64,8 @@ class einsum_expr : public expression_tag {
 
   /// Whether this contraction is the `einsum(softmax(scores), v)` end of an
   /// attention whose scores are still lazy: then it runs the fused kernel
-  /// and the scores are never materialised (see detail/fused_attention.hpp).
-  static constexpr bool uses_fused_attention = detail::fused::match<einsum_expr>::value;
+  /// and the scores are never materialised (see plan/fusion_patterns.hpp).
+  static constexpr bool uses_fused_attention = plan::fusion::match<einsum_expr, fusion_traits>::value;
 
   static constexpr bool floating = std::is_same_v<value_type, float> || std::is_same_v<value_type, double>;
   /// Whether dims summed out of one operand alone are summed first (a
@@ -231,66 +235,11 @@ class einsum_expr : public expression_tag {
 
 namespace detail {
 
-/// Whether a dim named `name` is needed outside operands ex1 and ex2 of a
-/// contraction into Out of operands with dims Ls: by the output or by
-/// another operand.
-template <class Out, class... Ls>
-constexpr bool needed_outside(std::string_view name, std::size_t ex1, std::size_t ex2) {
-  bool found = find_name(Out::names, name) != npos;
-  std::size_t k = 0;
-  ((found = found || (k != ex1 && k != ex2 && find_name(Ls::names, name) != npos), ++k), ...);
-  return found;
-}
-
-/// The dims of U needed outside operands Ex1 and Ex2.
-template <class U, class Out, std::size_t Ex1, std::size_t Ex2, class... Ls>
-constexpr auto kept_positions() {
-  constexpr std::size_t n = [] {
-    std::size_t c = 0;
-    for (auto name : U::names) c += needed_outside<Out, Ls...>(name, Ex1, Ex2) ? 1 : 0;
-    return c;
-  }();
-  std::array<std::size_t, n> idx{};
-  std::size_t c = 0;
-  for (std::size_t i = 0; i < U::size; ++i)
-    if (needed_outside<Out, Ls...>(U::names[i], Ex1, Ex2)) idx[c++] = i;
-  return idx;
-}
-template <class U, class Out, std::size_t Ex1, std::size_t Ex2, class... Ls>
-using kept_t = select_t<U, kept_positions<U, Out, Ex1, Ex2, Ls...>()>;
-
-/// The pair of operands whose contraction leaves the fewest dims (ties: the
-/// leftmost pair). Extents are unknown at compile time; fewer dims is the
-/// proxy for a smaller intermediate.
-template <class Out, class... Ls>
-constexpr std::array<std::size_t, 2> cheapest_pair() {
-  constexpr std::size_t N = sizeof...(Ls);
-  const std::array<const std::string_view*, N> names{Ls::names.data()...};
-  const std::array<std::size_t, N> sizes{Ls::size...};
-  std::array<std::size_t, 2> best{0, 1};
-  std::size_t best_rank = npos;
-  for (std::size_t i = 0; i < N; ++i)
-    for (std::size_t j = i + 1; j < N; ++j) {
-      std::size_t rank = 0;
-      for (std::size_t x = 0; x < sizes[i]; ++x) rank += needed_outside<Out, Ls...>(names[i][x], i, j) ? 1 : 0;
-      for (std::size_t x = 0; x < sizes[j]; ++x) {
-        bool in_i = false;
-        for (std::size_t y = 0; y < sizes[i]; ++y) in_i = in_i || names[i][y] == names[j][x];
-        rank += !in_i && needed_outside<Out, Ls...>(names[j][x], i, j) ? 1 : 0;
-      }
-      if (rank < best_rank) {
-        best_rank = rank;
-        best = {i, j};
-      }
-    }
-  return best;
-}
-
 /// Operand K with the dims no one else needs summed out (or itself).
 template <class Out, std::size_t K, class... Ls, class M>
 decltype(auto) pre_reduce(const M& m) {
   using L = dims_of_t<M>;
-  using Kept = kept_t<L, Out, K, K, Ls...>;
+  using Kept = plan::kept_t<L, Out, K, K, Ls...>;
   if constexpr (Kept::size == L::size)
     return (m);
   else
@@ -298,30 +247,23 @@ decltype(auto) pre_reduce(const M& m) {
 }
 
 /// Contracts operands that need no pre-reduction: one or two directly, more
-/// by contracting the cheapest pair into a tensor first.
+/// pair by pair in the order plan/pairwise_order.hpp chooses, each pair
+/// into a tensor of the dims still needed.
 template <class Out, class T, std::size_t R, class... X>
 void contract_pairs(const strided<T, R>& dst, const X&... x) {
   if constexpr (sizeof...(X) <= 2) {
     einsum_expr<Out, const X&...>(x...).eval_to(dst);
   } else {
-    constexpr std::size_t N = sizeof...(X);
-    constexpr auto ij = cheapest_pair<Out, dims_of_t<X>...>();
-    constexpr std::array<std::size_t, N - 2> others = [&] {
-      std::array<std::size_t, N - 2> o{};
-      for (std::size_t k = 0, c = 0; k < N; ++k)
-        if (k != ij[0] && k != ij[1]) o[c++] = k;
-      return o;
-    }();
+    using step = plan::pairwise_step<Out, dims_of_t<X>...>;
     const std::tuple<const X&...> refs(x...);
-    const auto& xi = std::get<ij[0]>(refs);
-    const auto& xj = std::get<ij[1]>(refs);
+    const auto& xi = std::get<step::first>(refs);
+    const auto& xj = std::get<step::second>(refs);
     using XI = std::remove_cvref_t<decltype(xi)>;
     using XJ = std::remove_cvref_t<decltype(xj)>;
-    using Keep = kept_t<union_t<dims_of_t<XI>, dims_of_t<XJ>>, Out, ij[0], ij[1], dims_of_t<X>...>;
-    const tensor_for_t<T, Keep> tmp(einsum_expr<Keep, const XI&, const XJ&>(xi, xj));
+    const tensor_for_t<T, typename step::kept> tmp(einsum_expr<typename step::kept, const XI&, const XJ&>(xi, xj));
     [&]<std::size_t... O>(std::index_sequence<O...>) {
-      contract_pairs<Out>(dst, tmp, std::get<others[O]>(refs)...);
-    }(std::make_index_sequence<N - 2>{});
+      contract_pairs<Out>(dst, tmp, std::get<step::others[O]>(refs)...);
+    }(std::make_index_sequence<sizeof...(X) - 2>{});
   }
 }
 
@@ -419,6 +361,14 @@ auto make_einsum(Ops&&... ops) {
 
 }  // namespace detail
 }  // namespace dimsum
+
+// The string form needs make_einsum (above) and includes this header for
+// it; when it is included first, its definitions follow this file, so the
+// entry point the public functions below call is declared here.
+namespace dimsum::detail {
+template <fixed_string S, bool Rearrange, class... Args>
+auto einsum_string_args(Args&&... args);
+}  // namespace dimsum::detail
 
 #include <dimsum/ops/detail/einsum_string_form.hpp>
 

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include <dimsum/kernels/vector_math.hpp>
+#include <dimsum/plan/fusion_traits.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -29,6 +30,7 @@ struct scalar_expr : expression_tag {
   using value_type = T;
   using dims = dim_list<>;
   static constexpr std::size_t rank = 0;
+  using fusion_traits = plan::scalar_node;
   T value;
 
   explicit scalar_expr(T v) : value(v) {}
@@ -97,6 +99,16 @@ void for_each_contiguous_run(const strided<T, R>& dst, Run&& run, One&& one) {
     });
   }
 }
+/// How the fusion patterns (plan/fusion_patterns.hpp) see an element-wise
+/// functor.
+template <class Op>
+inline constexpr plan::pointwise pointwise_v = plan::pointwise::other;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::multiplies> = plan::pointwise::multiply;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::divides> = plan::pointwise::divide;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::masked_fill> = plan::pointwise::masked_fill;
 
 template <class... Ls>
 struct union_all;
@@ -119,6 +131,7 @@ class elementwise_expr : public expression_tag {
   using value_type = std::remove_cvref_t<decltype(std::declval<const Op&>()(std::declval<value_type_of_t<Args>>()...))>;
   static constexpr std::size_t rank = dims::size;
   using operands_type = std::tuple<detail::closure_t<Args>...>;
+  using fusion_traits = plan::elementwise_node<detail::pointwise_v<Op>, Args...>;
 
   template <class... A>
   explicit elementwise_expr(Op op, A&&... args) : op_(op), args_(std::forward<A>(args)...) {

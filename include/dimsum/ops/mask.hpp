@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include <dimsum/ops/elementwise.hpp>
+#include <dimsum/plan/fusion_traits.hpp>
 
 namespace dimsum {
 
@@ -21,6 +22,7 @@ class causal_mask_expr : public expression_tag {
   using query_dim = Q;
   using key_dim = K;
   static constexpr std::size_t rank = dims::size;
+  using fusion_traits = plan::causal_mask_node<Q, K, E>;
 
   template <class X>
   causal_mask_expr(X&& e, value_type masked_value) : e_(std::forward<X>(e)), value_(masked_value) {}

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <dimsum/kernels/reference.hpp>
+#include <dimsum/kernels/reduce.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {

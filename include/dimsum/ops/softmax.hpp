@@ -10,21 +10,22 @@
 #include <dimsum/kernels/reference.hpp>
 #include <dimsum/kernels/softmax.hpp>
 #include <dimsum/ops/elementwise.hpp>
+#include <dimsum/plan/fusion_traits.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
 
-template <dimension Q, dimension K, class E>
-class causal_mask_expr;
-
 namespace detail {
-/// Element-wise nodes whose rows softmax can finish as they are written.
+/// Element-wise nodes (element-wise operations, the causal mask) whose rows
+/// softmax can finish as they are written, told apart by their traits.
+template <class Traits>
+inline constexpr bool rowwise_traits = false;
+template <plan::pointwise Op, class... A>
+inline constexpr bool rowwise_traits<plan::elementwise_node<Op, A...>> = true;
+template <class Q, class K, class X>
+inline constexpr bool rowwise_traits<plan::causal_mask_node<Q, K, X>> = true;
 template <class E>
-inline constexpr bool rowwise_node = false;
-template <class Op, class... A>
-inline constexpr bool rowwise_node<elementwise_expr<Op, A...>> = true;
-template <dimension Q, dimension K, class E>
-inline constexpr bool rowwise_node<causal_mask_expr<Q, K, E>> = true;
+inline constexpr bool rowwise_node = rowwise_traits<plan::fusion_traits_t<E>>;
 }  // namespace detail
 
 /// A lazy softmax of E along dim D.
@@ -35,6 +36,7 @@ class softmax_expr : public expression_tag {
   using dims = dims_of_t<E>;
   using dim_type = D;
   static constexpr std::size_t rank = dims::size;
+  using fusion_traits = plan::softmax_node<D, E>;
   static constexpr std::size_t axis = index_of<dims>(D::name.view());
 
   template <class X>

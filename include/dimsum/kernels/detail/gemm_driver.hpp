@@ -27,6 +27,7 @@
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/detail/gemm_pack.hpp"
 #include "dimsum/kernels/detail/gemm_scratch.hpp"
+#include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/threads.hpp"
 
 namespace dimsum::kernels::detail {

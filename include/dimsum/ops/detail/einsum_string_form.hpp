@@ -14,6 +14,7 @@
 #include <utility>
 
 #include <dimsum/core/einsum_string.hpp>
+#include <dimsum/ops/einsum.hpp>  // make_einsum; einsum.hpp includes this header back at its end
 #include <dimsum/ops/regroup.hpp>
 
 namespace dimsum::detail {
