@@ -36,7 +36,7 @@ class repeat_expr : public expression_tag {
     const auto in = e_.extents();
     for (std::size_t i = 0; i < sizeof...(Ds); ++i) extents_[i] = added[i];
     for (std::size_t i = 0; i < in.size(); ++i) extents_[sizeof...(Ds) + i] = in[i];
-    detail::checked_size<value_type>(extents_);
+    detail::checked_size<value_type, dims>(extents_, "repeat");
   }
 
   const std::array<std::size_t, rank>& extents() const { return extents_; }
