@@ -30,7 +30,9 @@ values: ten steps of forward, backward and torch.optim.AdamW(lr 1e-2,
 betas (0.9, 0.999), eps 1e-6, weight_decay 1e-2) on ten fixed batches
 (x.npy, y.npy: int64, step x batch x posn). It saves the loss before each
 step's update (losses.npy, float64) and every parameter after the tenth
-step (final/<dotted name>.npy, float64).
+step (final/<dotted name>.npy, float64), and the gradients of the first step
+(grad0/<dotted name>.npy, float64), which tell a wrong gradient from a wrong
+optimizer step when the test fails.
 
 It also runs the same ten steps in float32 (PyTorch's own float32 kernels)
 and prints how far that run lands from the float64 reference: the scale of
@@ -128,14 +130,16 @@ def forward_loss(p, x_ids, y_ids):
 def train(init, xs, ys, dtype):
     p = {k: v.to(dtype).clone().requires_grad_(True) for k, v in init.items()}
     opt = torch.optim.AdamW(list(p.values()), lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
-    losses = []
+    losses, grads0 = [], None
     for s in range(STEPS):
         opt.zero_grad()
         loss = forward_loss(p, xs[s], ys[s])
         loss.backward()
+        if s == 0:
+            grads0 = {k: v.grad.detach().clone() for k, v in p.items()}
         opt.step()
         losses.append(loss.item())
-    return np.array(losses), {k: v.detach() for k, v in p.items()}
+    return np.array(losses), {k: v.detach() for k, v in p.items()}, grads0
 
 
 def main():
@@ -144,17 +148,20 @@ def main():
     seqs = torch.randint(0, VOCAB, (STEPS, BATCH, CONTEXT + 1), generator=gen, dtype=torch.int64)
     xs, ys = seqs[:, :, :-1].contiguous(), seqs[:, :, 1:].contiguous()
 
-    losses, final = train(init, xs, ys, torch.float64)
-    losses32, final32 = train(init, xs, ys, torch.float32)
+    losses, final, grads0 = train(init, xs, ys, torch.float64)
+    losses32, final32, grads0_32 = train(init, xs, ys, torch.float32)
 
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(os.path.join(OUT, "init"))
     os.makedirs(os.path.join(OUT, "final"))
+    os.makedirs(os.path.join(OUT, "grad0"))
     for name, v in init.items():
         np.save(os.path.join(OUT, "init", name + ".npy"), v.numpy(), allow_pickle=False)
     for name, v in final.items():
         np.save(os.path.join(OUT, "final", name + ".npy"), v.numpy(), allow_pickle=False)
+    for name, v in grads0.items():
+        np.save(os.path.join(OUT, "grad0", name + ".npy"), v.numpy(), allow_pickle=False)
     np.save(os.path.join(OUT, "x.npy"), xs.numpy(), allow_pickle=False)
     np.save(os.path.join(OUT, "y.npy"), ys.numpy(), allow_pickle=False)
     np.save(os.path.join(OUT, "losses.npy"), losses, allow_pickle=False)
@@ -165,6 +172,8 @@ def main():
     print("torch float32 vs float64: loss %.3g, parameters %.3g (lr %g)"
           % (np.abs(losses32 - losses).max(),
              max((final32[k].double() - final[k]).abs().max().item() for k in init), LR))
+    print("torch float32 vs float64 step-0 gradients, relative to each tensor's largest: %.3g"
+          % max(((grads0_32[k].double() - grads0[k]).abs().max() / grads0[k].abs().max()).item() for k in init))
 
 
 if __name__ == "__main__":

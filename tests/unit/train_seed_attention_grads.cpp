@@ -36,7 +36,8 @@
 #include <string>
 
 #include <dimsum/grad/grad.hpp>
-#include <dimsum/io/npy.hpp>
+
+#include "golden.hpp"
 
 using dimsum::parameter;
 using dimsum::tensor;
@@ -56,11 +57,7 @@ DIMSUM_DIM(k_token);
 DIMSUM_DIM(d_in);
 DIMSUM_DIM(d_out);
 
-std::string fixture(const std::string& rel) { return std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/" + rel; }
-template <class TT>
-TT load(const std::string& rel) {
-  return dimsum::load_npy<TT>(fixture(rel));
-}
+using golden::load;
 template <class P>
 P load_parameter(const std::string& rel) {
   return P(load<typename P::tensor_type>(rel));
