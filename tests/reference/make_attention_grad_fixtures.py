@@ -20,6 +20,8 @@ Cases:
                          with the seed's padding mask
   seed003_cross_rand_padmask  cross-attention on randn encoder rows (kv_seq 6)
                          with a mask of two and one padded positions
+  seed003_self_causalmask  self-attention with the (batch, q_seq, kv_seq)
+                         causal target mask
   seed004_sa_v2          SelfAttention_v2(3, 2) (no bias) on the seed's six
                          token inputs
   seed004_sa_v2_bias     SelfAttention_v2(3, 2, qkv_bias=True)
@@ -98,6 +100,7 @@ def main():
     seed003("seed003_cross_rand_padmask", "seed003/mha_cross_rand_padmask", True)
     seed004("seed004_sa_v2", False)
     seed004("seed004_sa_v2_bias", True)
+    seed003("seed003_self_causalmask", "seed003/mha_self_causalmask", False)
 
 
 if __name__ == "__main__":

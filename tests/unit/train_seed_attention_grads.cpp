@@ -1,7 +1,7 @@
-// Every parameter gradient of seed 003's MultiHeadAttention (padding masks;
-// self- and cross-attention) and of seed 004's SelfAttention_v2 (with and
-// without qkv bias) against PyTorch autograd in float64
-// (tests/reference/make_attention_grad_fixtures.py: the seeds' own classes,
+// Every parameter gradient of seed 003's MultiHeadAttention (padding masks
+// and a causal target mask; self- and cross-attention) and of seed 004's
+// SelfAttention_v2 (with and without qkv bias) against PyTorch autograd in
+// float64 (tests/reference/make_attention_grad_fixtures.py: the seeds' own classes,
 // the float32 weights and inputs of fixtures/seed003/ and fixtures/seed004/,
 // loss sum(out * r) with a fixed random r).
 //
@@ -11,11 +11,12 @@
 // do it: Linear = einsum with the (out, in) weight plus the bias;
 // view + transpose into heads = rearrange of the (nheads dim_k) axis;
 // scores / sqrt(dim_k); masked_fill(mask == 0, -1e9) with the (batch,
-// kv_seq) padding mask broadcast by name over heads and query positions;
-// softmax over the keys; nn.Dropout(0.0) in eval mode is the identity and is
-// left out; the weighted sum of values merged back into (nheads dim_k); the
-// output Linear. SelfAttention_v2: three Linears, queries @ keys.T /
-// sqrt(d_out), softmax over the key tokens, @ values.
+// kv_seq) padding mask broadcast by name over heads and query positions
+// (the (batch, q_seq, kv_seq) target mask over heads); softmax over the
+// keys; nn.Dropout(0.0) in eval mode is the identity and is left out; the
+// weighted sum of values merged back into (nheads dim_k); the output Linear.
+// SelfAttention_v2: three Linears, queries @ keys.T / sqrt(d_out), softmax
+// over the key tokens, @ values.
 //
 // Tolerance: dimsum runs in float32 (the parameters' type, as the modules
 // are used), the reference is float64. Each gradient element must be within
@@ -131,8 +132,9 @@ tensor<bool, batch, kv_seq> padding_mask(const std::string& dir) {
 }
 
 /// MultiHeadAttention.forward(q, kv, kv, mask) on the tape, then sum(out * r).
+template <class Mask>
 void mha_case(const std::string& c, const tensor<float, batch, q_seq, emb_dim>& q_in,
-              const tensor<float, batch, kv_seq, emb_dim>& kv_in, const tensor<bool, batch, kv_seq>& mask) {
+              const tensor<float, batch, kv_seq, emb_dim>& kv_in, const Mask& mask) {
   using dimsum::einsum;
   using dimsum::rearrange;
   mha_params p = load_mha();
@@ -151,7 +153,7 @@ void mha_case(const std::string& c, const tensor<float, batch, q_seq, emb_dim>& 
     // dot_product_attention(q, k, v, dim_k, mask, dropout)
     auto scores = einsum<"batch nheads q_seq dim_k, batch nheads kv_seq dim_k -> batch nheads q_seq kv_seq">(qh, kh) /
                   std::sqrt(4.0f);
-    auto masked = dimsum::masked_fill(scores, !mask, -1e9f);  // mask (batch, kv_seq) broadcast by name
+    auto masked = dimsum::masked_fill(scores, !mask, -1e9f);  // mask (batch, [q_seq,] kv_seq) broadcast by name
     auto weights = dimsum::softmax<kv_seq>(masked);
     // attn.transpose(1, 2).contiguous().view(batch, -1, num_heads * dim_k)
     auto concat =
@@ -246,6 +248,13 @@ TEST_CASE("seed 003 gradients: self-attention with a padding mask", "[grad][seed
   const auto x = load<tensor<float, batch, q_seq, emb_dim>>(dir + "/q_in.npy");
   const tensor<float, batch, kv_seq, emb_dim> kv = dimsum::rename<q_seq, kv_seq>(x);
   mha_case("seed003_self_padmask", x, kv, padding_mask(dir));
+}
+
+TEST_CASE("seed 003 gradients: self-attention with a causal target mask", "[grad][seed003][e2e]") {
+  const std::string dir = "seed003/mha_self_causalmask";
+  const auto x = load<tensor<float, batch, q_seq, emb_dim>>(dir + "/q_in.npy");
+  const tensor<float, batch, kv_seq, emb_dim> kv = dimsum::rename<q_seq, kv_seq>(x);
+  mha_case("seed003_self_causalmask", x, kv, load<tensor<bool, batch, q_seq, kv_seq>>(dir + "/mask.npy"));
 }
 
 TEST_CASE("seed 004 gradients: SelfAttention_v2", "[grad][seed004][e2e]") {
