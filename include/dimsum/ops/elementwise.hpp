@@ -227,7 +227,8 @@ auto make_checked(Op op, A&& a, B&& b) {
   if constexpr (Strict && LA::size > 0 && LB::size > 0 && !share_a_dim_v<LA, LB>) {
     report<elementwise_operands_share_no_dim<diagnostic_dims_t<LA>, diagnostic_dims_t<LB>>>();
     return invalid_expression{};
-  } else if constexpr (!check_static_agreement<LA, LB>()) {
+  } else if constexpr (!static_extents_agree_v<LA, LB>) {
+    report_static_disagreement<LA, LB>();
     return invalid_expression{};
   } else {
     return elementwise_expr<Op, A, B>(op, std::forward<A>(a), std::forward<B>(b));
@@ -249,7 +250,11 @@ auto make_checked(Op op, A&& a, B&& b, C&& c) {
   } else if constexpr (Strict && LAB::size > 0 && LC::size > 0 && !share_a_dim_v<LAB, LC>) {
     report<elementwise_operands_share_no_dim<diagnostic_dims_t<LAB>, diagnostic_dims_t<LC>>>();
     return invalid_expression{};
-  } else if constexpr (!check_static_agreement<LA, LB>() || !check_static_agreement<LAB, LC>()) {
+  } else if constexpr (!static_extents_agree_v<LA, LB>) {
+    report_static_disagreement<LA, LB>();
+    return invalid_expression{};
+  } else if constexpr (!static_extents_agree_v<LAB, LC>) {
+    report_static_disagreement<LAB, LC>();
     return invalid_expression{};
   } else {
     return elementwise_expr<Op, A, B, C>(op, std::forward<A>(a), std::forward<B>(b), std::forward<C>(c));

@@ -37,8 +37,8 @@ class tensor_view : public expression_tag {
   /// The element at the indices given by name, in any order.
   template <dimension... Is>
   T& operator()(const Is&... idx) const {
-    if constexpr (!detail::check_indices<dims, Is...>())
-      return *data_;
+    if constexpr (!detail::indices_ok<dims, Is...>())
+      return (detail::report_indices<dims, Is...>(), *data_);
     else
       return data_[detail::offset_from_indices<dims>(extents_, strides_, idx...)];
   }
