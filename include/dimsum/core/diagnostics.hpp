@@ -5,7 +5,7 @@
 /// diagnostic block reads like a sentence on g++ and clang alike:
 ///
 ///     In instantiation of 'struct dimsum::einsum_label_is_not_a_dim_of_its_operand<
-///         dimsum::label<fixed_string<5>{"posx"}>, dimsum::operand<0>, dimsum::dims<batch, d_model>>'
+///         dimsum::label<fixed_string<5>{"posx"}>, dimsum::operand<0>, dimsum::dims<batch, posn, d_model>>'
 ///     error: static assertion failed: dimsum: einsum label is not a dim of its operand
 ///
 /// Every message starts with "dimsum:". docs/errors.md lists them all with
