@@ -65,6 +65,23 @@ constexpr void report_named_args() {
     report<argument_names_a_dim_twice<diagnostic_name_t<at_t<A, repeated_arg_v<Args...>>>, diagnostic_dims_t<L>>>();
 }
 
+/// Complete for dims without duplicates; for a duplicate its base is the
+/// checker, so naming `sizeof(unique_dims_checked<L>)` reports once (no
+/// constant condition that fails, which clang would count twice).
+struct no_duplicate_dim {};
+template <class L>
+inline constexpr std::size_t duplicate_dim_v = [] {
+  for (std::size_t i = 0; i < L::size; ++i)
+    for (std::size_t j = i + 1; j < L::size; ++j)
+      if (L::names[i] == L::names[j]) return j;
+  return npos;
+}();
+template <class L, std::size_t Dup = duplicate_dim_v<L>>
+struct unique_dims_checked : no_duplicate_dim {};
+template <class L, std::size_t Dup>
+  requires(Dup != npos)
+struct unique_dims_checked<L, Dup> : tensor_has_a_duplicate_dim<diagnostic_name_t<at_t<L, Dup>>, diagnostic_dims_t<L>> {};
+
 /// Position in L of the first dim that Args do not name (npos if none);
 /// with OnlyDynamic, static dims may be left out.
 template <class L, bool OnlyDynamic, class... Args>

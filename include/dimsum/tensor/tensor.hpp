@@ -248,7 +248,7 @@ class tensor : public expression_tag {
   }
 
   // A member type is instantiated with the class: a duplicate dim fails here.
-  using dims_check_ = std::integral_constant<bool, detail::check_unique_dims<dims>()>;
+  using dims_check_ = std::integral_constant<std::size_t, sizeof(detail::unique_dims_checked<dims>)>;
   storage_type storage_;
 };
 

@@ -54,7 +54,7 @@ class tensor_view : public expression_tag {
 
  private:
   // A member type is instantiated with the class: a duplicate dim fails here.
-  using dims_check_ = std::integral_constant<bool, detail::check_unique_dims<dims>()>;
+  using dims_check_ = std::integral_constant<std::size_t, sizeof(detail::unique_dims_checked<dims>)>;
   T* data_;
   std::array<std::size_t, rank> extents_;
   std::array<std::ptrdiff_t, rank> strides_;
