@@ -2,7 +2,8 @@
 #   1. without DIMSUM_SHOULD_FAIL the file must compile;
 #   2. with it the compile must fail and the output must match every
 #      `// EXPECT: <regex>` line of the file (and, for the compiler in use,
-#      every `// EXPECT-GCC:` or `// EXPECT-CLANG:` line).
+#      every `// EXPECT-GCC:` or `// EXPECT-CLANG:` line);
+#   3. the output must hold exactly one `error:` line (one mistake, one error).
 # Inputs: -DCOMPILER= -DSOURCE= -DINCLUDE= -DKIND=GCC|CLANG [-DREPORT=file]
 separate_arguments(flags UNIX_COMMAND "-std=c++20 -fsyntax-only -Wall -Wextra -Werror -I${INCLUDE}")
 
@@ -30,6 +31,21 @@ foreach(line IN LISTS expects)
   endif()
 endforeach()
 
+# One mistake, one error: count the lines that report an error (not the notes
+# and not clang's "N errors generated." summary).
+# (A ';' would split a CMake list item: messages contain them.)
+string(REPLACE ";" "," flat_output "${output}")
+string(REGEX MATCHALL "[^\n]*error:[^\n]*" error_lines "${flat_output}")
+set(n_errors 0)
+foreach(line IN LISTS error_lines)
+  if(NOT line MATCHES "errors? generated")
+    math(EXPR n_errors "${n_errors} + 1")
+  endif()
+endforeach()
+if(NOT n_errors EQUAL 1)
+  message(FATAL_ERROR "the mistake gives ${n_errors} errors; it must give exactly one:\n${output}")
+endif()
+
 # The first error line and the size of the diagnostic, for the report.
 string(REGEX MATCH "[^\n]*error:[^\n]*" first_error "${output}")
 string(REGEX MATCHALL "\n" newlines "${output}")
@@ -38,5 +54,5 @@ message("first error: ${first_error}")
 message("diagnostic lines: ${n_lines}")
 if(REPORT)
   get_filename_component(case ${SOURCE} NAME_WE)
-  file(WRITE ${REPORT} "${case}\t${KIND}\t${n_lines}\t${first_error}\n")
+  file(WRITE ${REPORT} "${case}\t${KIND}\t${n_errors}\t${n_lines}\t${first_error}\n")
 endif()

@@ -1,7 +1,8 @@
 // An einsum label that is not a dim of its operand (posx for posn).
 // EXPECT: dimsum: einsum label is not a dim of its operand
 // EXPECT: einsum_label_is_not_a_dim_of_its_operand
-// EXPECT: 'p', 'o', 's', 'x'
+// EXPECT: label<(dimsum::)?fixed_string<5>{"posx"}>
+// EXPECT: fix::rename<posn, dimsum::label<(dimsum::)?fixed_string<5>{"posx"}> ?> ?\(dimsum::operand<0>\)
 // EXPECT: dims<batch, posn, d_model>
 #include "common.hpp"
 

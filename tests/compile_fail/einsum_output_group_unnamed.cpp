@@ -1,6 +1,6 @@
 // A group in the output without the name of the merged dim.
 // EXPECT: dimsum: a group in the einsum output needs the name of the merged dim
-// EXPECT: einsum_output_group_needs_a_name<dimsum::labels<nheads, d_head> ?>|einsum_output_group_needs_a_name<dimsum::labels<dimsum::chars<'n'
+// EXPECT: einsum_output_group_needs_a_name<dimsum::labels<nheads, d_head> ?>|einsum_output_group_needs_a_name<dimsum::labels<dimsum::label<(dimsum::)?fixed_string<[0-9]+>{"nheads"}>
 #include "common.hpp"
 
 int main() {

@@ -38,6 +38,11 @@ TEST_CASE("einsum_string: groups, named and unnamed", "[einsum_string]") {
 
 TEST_CASE("einsum_string: syntax errors and where they are", "[einsum_string]") {
   CHECK(parse_einsum("a b, b c").error == einsum_parse_error::no_arrow);
+  // '=>' for '->': the stray '=' is the error, at its own position and term.
+  auto fat = parse_einsum("a b, b c => a c");
+  CHECK(fat.error == einsum_parse_error::invalid_character);
+  CHECK(fat.error_pos == 9);
+  CHECK(fat.error_term == 1);
   auto two = parse_einsum("a -> b -> c");
   CHECK(two.error == einsum_parse_error::more_than_one_arrow);
   CHECK(two.error_pos == 7);

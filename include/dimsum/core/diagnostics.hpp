@@ -5,7 +5,7 @@
 /// diagnostic block reads like a sentence on g++ and clang alike:
 ///
 ///     In instantiation of 'struct dimsum::einsum_label_is_not_a_dim_of_its_operand<
-///         dimsum::chars<'p','o','s','x'>, dimsum::operand<0>, dimsum::dims<batch, posn, d_model>>'
+///         dimsum::label<fixed_string<5>{"posx"}>, dimsum::operand<0>, dimsum::dims<batch, posn, d_model>>'
 ///     error: static assertion failed: dimsum: einsum label is not a dim of its operand
 ///
 /// Every message starts with "dimsum:". docs/errors.md lists them all with
@@ -92,6 +92,19 @@ template <class Label, class Operand, class Dims>
 struct einsum_label_is_not_a_dim_of_its_operand {
   static_assert(detail::always_false<Label, Operand, Dims>,
                 "dimsum: einsum label is not a dim of its operand; each term must list its operand's dims in order");
+};
+/// What a diagnostic suggests writing: `fix::rename<posn, label<"q_posn">>(operand<0>)`
+/// reads as "rename<posn, q_posn>(operand 0)".
+namespace fix {
+template <class From, class To>
+struct rename {};
+}  // namespace fix
+template <class Label, class Operand, class Dims, class Fix>
+struct einsum_label_is_not_a_dim_of_its_operand_did_you_mean_rename {
+  static_assert(detail::always_false<Label, Operand, Dims, Fix>,
+                "dimsum: einsum label is not a dim of its operand, which has a dim the term leaves out; if the label "
+                "names that dim under a new name, rename it first as the last argument shows (e.g. "
+                "dimsum::rename<posn, q_posn>(q)), otherwise fix the label's spelling");
 };
 template <class Operand, class Term, class Dims>
 struct einsum_term_lists_dims_in_a_different_order_than_its_operand {
@@ -290,26 +303,35 @@ struct attention_query_and_key_positions_share_a_name {
 };
 
 namespace detail {
+/// Positions (in A, in B) of the first shared dim of A and B whose static
+/// extents differ, or {npos, npos}.
+template <class A, class B>
+inline constexpr std::pair<std::size_t, std::size_t> static_disagreement_v = [] {
+  for (std::size_t i = 0; i < A::size; ++i) {
+    std::size_t j = find_name(B::names, A::names[i]);
+    if (j != npos && A::static_extents[i] != dynamic && B::static_extents[j] != dynamic &&
+        A::static_extents[i] != B::static_extents[j])
+      return std::pair<std::size_t, std::size_t>{i, j};
+  }
+  return std::pair<std::size_t, std::size_t>{npos, npos};
+}();
+
+/// Whether the dims A and B share agree on their static extents: a pure
+/// condition, so that `if constexpr (!static_extents_agree_v<A, B>)` is a
+/// constant expression on every compiler; report in the failing branch
+/// with report_static_disagreement<A, B>().
+template <class A, class B>
+inline constexpr bool static_extents_agree_v = static_disagreement_v<A, B>.first == npos;
+
 /// Reports the first shared dim of A and B whose static extents differ.
 template <class A, class B>
-constexpr auto check_static_agreement() {
-  constexpr auto bad = [] {
-    for (std::size_t i = 0; i < A::size; ++i) {
-      std::size_t j = find_name(B::names, A::names[i]);
-      if (j != npos && A::static_extents[i] != dynamic && B::static_extents[j] != dynamic &&
-          A::static_extents[i] != B::static_extents[j])
-        return std::pair<std::size_t, std::size_t>{i, j};
-    }
-    return std::pair<std::size_t, std::size_t>{npos, npos};
-  }();
-  if constexpr (bad.first != npos) {
+constexpr void report_static_disagreement() {
+  constexpr auto bad = static_disagreement_v<A, B>;
+  if constexpr (bad.first != npos)
     report<static_extent_mismatch<diagnostic_name_t<at_t<A, bad.first>>, extent_c<A::static_extents[bad.first]>,
                                   extent_c<B::static_extents[bad.second]>>>();
-    return false;
-  } else {
-    return true;
-  }
 }
+
 }  // namespace detail
 
 }  // namespace dimsum

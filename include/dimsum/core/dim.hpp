@@ -69,10 +69,9 @@ inline constexpr bool is_plain_dim = std::is_same_v<D, dim<D::name, D::static_ex
 }  // namespace detail
 
 /// How a dim appears in a diagnostic: the user's tag type when there is one
-/// (it prints as its own name), otherwise its name as a character pack.
+/// (it prints as its own name), otherwise its name as a `label<"...">`.
 template <dimension D>
-using diagnostic_name_t =
-    std::conditional_t<detail::is_plain_dim<D>, detail::to_chars_t<detail::name_getter<D>>, D>;
+using diagnostic_name_t = std::conditional_t<detail::is_plain_dim<D>, label<D::name>, D>;
 
 }  // namespace dimsum
 

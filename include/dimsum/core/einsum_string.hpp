@@ -158,8 +158,19 @@ constexpr parsed_einsum parse_einsum(std::string_view s) {
   parsed_einsum p{};
   std::size_t arrow = find_in(s, "->");
   if (arrow == std::string_view::npos) {
+    // A stray character (`=>` for `->`) is the mistake to report, at its own
+    // position, before the arrow that is missing because of it.
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == ',') ++p.error_term;
+      if (!is_label_char(s[i]) && !is_space(s[i]) && s[i] != ',' && s[i] != '(' && s[i] != ')') {
+        p.error = einsum_parse_error::invalid_character;
+        p.error_pos = i;
+        return p;
+      }
+    }
     p.error = einsum_parse_error::no_arrow;
     p.error_pos = s.size();
+    p.error_term = 0;
     return p;
   }
   if (std::size_t second = find_in(s, "->", arrow + 2); second != std::string_view::npos) {

@@ -23,9 +23,8 @@ struct fixed_string {
   static constexpr std::size_t size() { return N - 1; }
 };
 
-/// A name spelled as a character pack. Diagnostics carry names in this form
-/// because clang prints a `fixed_string` template argument as character
-/// codes but a character pack as characters.
+/// A name spelled as a character pack, `chars<'q'>`; prints as characters.
+/// Diagnostics carry longer names as `label<...>`, which reads as a word.
 template <char... Cs>
 struct chars {
   static constexpr char data[sizeof...(Cs) + 1] = {Cs..., '\0'};
@@ -50,6 +49,20 @@ inline constexpr auto to_fixed_string_v = [] {
   for (std::size_t i = 0; i < sv.size(); ++i) f.data[i] = sv[i];
   return f;
 }();
+}  // namespace detail
+
+/// A name in a diagnostic where no dim type is at hand (an einsum label, a
+/// dim declared as a bare `dim<"...">`): `label<"posn">`. g++ 12 and clang
+/// 16 both print it with the name as a string, `label<fixed_string<5>{"posn"}>`.
+template <fixed_string Name>
+struct label {
+  static constexpr std::string_view view() { return Name.view(); }
+};
+
+namespace detail {
+// The label spelling the constexpr string_view that Get returns.
+template <class Get>
+using to_label_t = label<to_fixed_string_v<Get>>;
 }  // namespace detail
 
 }  // namespace dimsum

@@ -48,7 +48,8 @@ template <class Tensor, dimension... Given>
 Tensor load_npy(const std::string& path, const Given&... given) {
   using T = value_type_of_t<Tensor>;
   using L = dims_of_t<Tensor>;
-  if constexpr (!detail::check_named_args<L, Given...>()) {
+  if constexpr (!detail::named_args_ok_v<L, Given...>) {
+    detail::report_named_args<L, Given...>();
     return Tensor{};
   } else {
     auto a = io::detail::read_npy<T>(path);

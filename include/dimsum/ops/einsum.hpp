@@ -275,25 +275,31 @@ void contract_pairwise(const strided<T, R>& dst, const M&... m) {
   }(std::index_sequence_for<M...>{});
 }
 
-/// Checks each operand's static extents against those of the operands
-/// before it (the union keeps a static extent wherever one was seen).
+/// Whether each operand's static extents agree with those of the operands
+/// before it (the union keeps a static extent wherever one was seen): `ok`
+/// is a pure condition, `report()` reports the first disagreement.
 template <class Acc, class... Rest>
-constexpr auto check_static_agreement_fold() {
-  if constexpr (sizeof...(Rest) == 0) {
-    return true;
-  } else {
-    return []<class Next, class... Tail>(std::type_identity<Next>, std::type_identity<Tail>...) {
-      if constexpr (!check_static_agreement<Acc, Next>())
-        return false;
-      else
-        return check_static_agreement_fold<union_t<Acc, Next>, Tail...>();
-    }(std::type_identity<Rest>{}...);
+struct static_agreement_fold {
+  static constexpr bool ok = true;
+  static constexpr void report() {}
+};
+template <class Acc, class Next, class... Tail>
+struct static_agreement_fold<Acc, Next, Tail...> {
+  static constexpr bool ok = [] {
+    if constexpr (!static_extents_agree_v<Acc, Next>)
+      return false;
+    else
+      return static_agreement_fold<union_t<Acc, Next>, Tail...>::ok;
+  }();
+  static constexpr void report() {
+    if constexpr (!static_extents_agree_v<Acc, Next>)
+      report_static_disagreement<Acc, Next>();
+    else
+      static_agreement_fold<union_t<Acc, Next>, Tail...>::report();
   }
-}
+};
 template <class... Ls>
-constexpr auto check_static_agreement_all() {
-  return check_static_agreement_fold<dim_list<>, Ls...>();
-}
+using static_agreement_all = static_agreement_fold<dim_list<>, Ls...>;
 
 /// Checks shared by both spellings, then builds the node. `Out` holds the
 /// output dims as the user named them; the result takes each one's type
@@ -345,7 +351,8 @@ auto make_einsum(Ops&&... ops) {
     } else if constexpr (twice != npos) {
       report<einsum_output_names_a_dim_twice<diagnostic_name_t<at_t<Out, twice>>>>();
       return invalid_expression{};
-    } else if constexpr (!check_static_agreement_all<dims_of_t<Ops>...>()) {
+    } else if constexpr (!static_agreement_all<dims_of_t<Ops>...>::ok) {
+      static_agreement_all<dims_of_t<Ops>...>::report();
       return invalid_expression{};
     } else if constexpr (other_type != npos) {
       report<einsum_operands_have_different_value_types<

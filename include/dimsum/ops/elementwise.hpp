@@ -284,25 +284,38 @@ auto make_elementwise(Op op, X&&... x) {
 }
 // Operands are checked left to right: each against the union of the dims
 // before it (strictly: they must share a dim unless either side has none;
-// static extents must agree), so one mistake gives one diagnostic.
+// static extents must agree), so one mistake gives one diagnostic. The
+// check is a plain predicate and the report sits in the failing branch
+// (a condition that reports gives clang follow-up errors).
 template <bool Strict, class Acc>
-constexpr bool check_operand_dims() {
+constexpr bool operand_dims_ok() {
   return true;
 }
 template <bool Strict, class Acc, class L, class... Rest>
-constexpr bool check_operand_dims() {
-  if constexpr (Strict && Acc::size > 0 && L::size > 0 && !share_a_dim_v<Acc, L>) {
+constexpr bool operand_dims_ok() {
+  if constexpr (Strict && Acc::size > 0 && L::size > 0 && !share_a_dim_v<Acc, L>)
+    return false;
+  else if constexpr (!static_extents_agree_v<Acc, L>)
+    return false;
+  else
+    return operand_dims_ok<Strict, union_t<Acc, L>, Rest...>();
+}
+/// Reports the first operand that operand_dims_ok rejects.
+template <bool Strict, class Acc>
+void report_operand_dims() {}
+template <bool Strict, class Acc, class L, class... Rest>
+void report_operand_dims() {
+  if constexpr (Strict && Acc::size > 0 && L::size > 0 && !share_a_dim_v<Acc, L>)
     report<elementwise_operands_share_no_dim<diagnostic_dims_t<Acc>, diagnostic_dims_t<L>>>();
-    return false;
-  } else if constexpr (!check_static_agreement<Acc, L>()) {
-    return false;
-  } else {
-    return check_operand_dims<Strict, union_t<Acc, L>, Rest...>();
-  }
+  else if constexpr (!static_extents_agree_v<Acc, L>)
+    report_static_disagreement<Acc, L>();
+  else
+    report_operand_dims<Strict, union_t<Acc, L>, Rest...>();
 }
 template <bool Strict, class Op, class A, class... X>
 auto make_checked(Op op, A&& a, X&&... x) {
-  if constexpr (!check_operand_dims<Strict, dims_of_t<A>, dims_of_t<X>...>()) {
+  if constexpr (!operand_dims_ok<Strict, dims_of_t<A>, dims_of_t<X>...>()) {
+    report_operand_dims<Strict, dims_of_t<A>, dims_of_t<X>...>();
     return invalid_expression{};
   } else {
     return elementwise_expr<Op, A, X...>(op, std::forward<A>(a), std::forward<X>(x)...);

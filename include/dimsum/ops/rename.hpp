@@ -71,8 +71,10 @@ auto rename(E&& e) {
   } else if constexpr (From::name.view() != To::name.view() && contains_v<L, To>) {
     detail::report<rename_target_is_already_a_dim_of_the_tensor<diagnostic_name_t<To>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
-  } else if constexpr (!detail::check_static_agreement<dim_list<detail::at_t<L, index_of<L>(From::name.view())>>,
-                                                         dim_list<dimsum::dim<From::name, To::static_extent>>>()) {
+  } else if constexpr (!detail::static_extents_agree_v<dim_list<detail::at_t<L, index_of<L>(From::name.view())>>,
+                                                         dim_list<dimsum::dim<From::name, To::static_extent>>>) {
+    detail::report_static_disagreement<dim_list<detail::at_t<L, index_of<L>(From::name.view())>>,
+                                       dim_list<dimsum::dim<From::name, To::static_extent>>>();
     return invalid_expression{};
   } else {
     using R = replace_dim_t<L, From, To>;

@@ -31,31 +31,56 @@ constexpr auto check_unique_dims() {
   }
 }
 
-/// Checks that the argument dims Args name dims of L, each at most once.
+// The first argument dim of Args that L lacks, and the first one named
+// twice (npos if none).
 template <class L, class... Args>
-constexpr auto check_named_args() {
+inline constexpr std::size_t foreign_arg_v = [] {
   using A = dim_list<Args...>;
-  constexpr std::size_t foreign = [] {
-    for (std::size_t i = 0; i < A::size; ++i)
-      if (find_name(L::names, A::names[i]) == npos) return i;
-    return npos;
-  }();
-  constexpr std::size_t twice = [] {
-    for (std::size_t i = 0; i < A::size; ++i)
-      for (std::size_t j = i + 1; j < A::size; ++j)
-        if (A::names[i] == A::names[j]) return j;
-    return npos;
-  }();
-  if constexpr (foreign != npos) {
-    report<argument_is_not_a_dim_of_the_tensor<diagnostic_name_t<at_t<A, foreign>>, diagnostic_dims_t<L>>>();
-    return false;
-  } else if constexpr (twice != npos) {
-    report<argument_names_a_dim_twice<diagnostic_name_t<at_t<A, twice>>, diagnostic_dims_t<L>>>();
-    return false;
-  } else {
-    return true;
-  }
+  for (std::size_t i = 0; i < A::size; ++i)
+    if (find_name(L::names, A::names[i]) == npos) return i;
+  return npos;
+}();
+template <class... Args>
+inline constexpr std::size_t repeated_arg_v = [] {
+  using A = dim_list<Args...>;
+  for (std::size_t i = 0; i < A::size; ++i)
+    for (std::size_t j = i + 1; j < A::size; ++j)
+      if (A::names[i] == A::names[j]) return j;
+  return npos;
+}();
+
+/// Whether the argument dims Args name dims of L, each at most once: a pure
+/// condition; report_named_args reports in the failing branch (a condition
+/// that itself fails a static_assert is a second error on clang).
+template <class L, class... Args>
+inline constexpr bool named_args_ok_v = foreign_arg_v<L, Args...> == npos && repeated_arg_v<Args...> == npos;
+
+template <class L, class... Args>
+constexpr void report_named_args() {
+  using A = dim_list<Args...>;
+  if constexpr (foreign_arg_v<L, Args...> != npos)
+    report<argument_is_not_a_dim_of_the_tensor<diagnostic_name_t<at_t<A, foreign_arg_v<L, Args...>>>,
+                                               diagnostic_dims_t<L>>>();
+  else if constexpr (repeated_arg_v<Args...> != npos)
+    report<argument_names_a_dim_twice<diagnostic_name_t<at_t<A, repeated_arg_v<Args...>>>, diagnostic_dims_t<L>>>();
 }
+
+/// Complete for dims without duplicates; for a duplicate its base is the
+/// checker, so naming `sizeof(unique_dims_checked<L>)` reports once (no
+/// constant condition that fails, which clang would count twice).
+struct no_duplicate_dim {};
+template <class L>
+inline constexpr std::size_t duplicate_dim_v = [] {
+  for (std::size_t i = 0; i < L::size; ++i)
+    for (std::size_t j = i + 1; j < L::size; ++j)
+      if (L::names[i] == L::names[j]) return j;
+  return npos;
+}();
+template <class L, std::size_t Dup = duplicate_dim_v<L>>
+struct unique_dims_checked : no_duplicate_dim {};
+template <class L, std::size_t Dup>
+  requires(Dup != npos)
+struct unique_dims_checked<L, Dup> : tensor_has_a_duplicate_dim<diagnostic_name_t<at_t<L, Dup>>, diagnostic_dims_t<L>> {};
 
 /// Position in L of the first dim that Args do not name (npos if none);
 /// with OnlyDynamic, static dims may be left out.
@@ -107,20 +132,22 @@ std::ptrdiff_t offset_from_indices(const std::array<std::size_t, L::size>& ext,
   return off;
 }
 
-/// Checks element access: every dim of L named once.
-template <class L, class... Args>
-constexpr auto check_indices() {
-  if constexpr (!check_named_args<L, Args...>()) {
+/// Whether element access names every dim of L once (pure condition);
+/// report_indices reports in the failing branch.
+template <class L, class... Is>
+constexpr bool indices_ok() {
+  if constexpr (!named_args_ok_v<L, Is...>)
     return false;
-  } else {
-    constexpr std::size_t missing = first_unnamed<L, false, Args...>();
-    if constexpr (missing != npos) {
-      report<element_access_is_missing_an_index_for<diagnostic_name_t<at_t<L, missing>>, diagnostic_dims_t<L>>>();
-      return false;
-    } else {
-      return true;
-    }
-  }
+  else
+    return first_unnamed<L, false, Is...>() == npos;
+}
+template <class L, class... Is>
+constexpr void report_indices() {
+  if constexpr (!named_args_ok_v<L, Is...>)
+    report_named_args<L, Is...>();
+  else
+    report<element_access_is_missing_an_index_for<diagnostic_name_t<at_t<L, first_unnamed<L, false, Is...>()>>,
+                                                  diagnostic_dims_t<L>>>();
 }
 
 }  // namespace dimsum::detail

@@ -45,12 +45,14 @@ class tensor : public expression_tag {
   template <named_expression E>
     requires(!std::is_same_v<std::remove_cvref_t<E>, tensor>)
   tensor(E&& e) {  // NOLINT: implicit on purpose, `tensor<...> q = expr;`
-    if constexpr (check_source<E>()) {
+    if constexpr (source_ok<E>()) {
       auto ext = detail::permute<dims_of_t<E>, dims>(e.extents());
       detail::check_static_extents<dims>(ext, "assignment");
       detail::checked_size<T, dims>(ext);
       storage_ = storage_type(to_shape(ext));
       e.eval_to(view_in_order_of<dims_of_t<E>>());
+    } else {
+      report_source<E>();
     }
   }
 
@@ -59,7 +61,10 @@ class tensor : public expression_tag {
   template <named_expression E>
     requires(!std::is_same_v<std::remove_cvref_t<E>, tensor>)
   tensor& operator=(E&& e) {
-    if constexpr (check_source<E>()) *this = tensor(std::forward<E>(e));
+    if constexpr (source_ok<E>())
+      *this = tensor(std::forward<E>(e));
+    else
+      report_source<E>();
     return *this;
   }
 
@@ -143,8 +148,8 @@ class tensor : public expression_tag {
   /// `x(posn{3}, batch{0}, d_model{7})`. Bounds are checked.
   template <dimension... Is>
   T& operator()(const Is&... idx) {
-    if constexpr (!detail::check_indices<dims, Is...>())
-      return *data();
+    if constexpr (!detail::indices_ok<dims, Is...>())
+      return (detail::report_indices<dims, Is...>(), *data());
     else
       return data()[detail::offset_from_indices<dims>(extents(), strides(), idx...)];
   }
@@ -197,7 +202,8 @@ class tensor : public expression_tag {
 
   template <dimension... Args>
   static std::array<std::size_t, rank> checked_extents(const Args&... args) {
-    if constexpr (!detail::check_named_args<dims, Args...>()) {
+    if constexpr (!detail::named_args_ok_v<dims, Args...>) {
+      detail::report_named_args<dims, Args...>();
       return {};
     } else {
       constexpr std::size_t missing = detail::first_unnamed<dims, true, Args...>();
@@ -211,20 +217,27 @@ class tensor : public expression_tag {
     }
   }
 
+  // Whether an expression of type E can be assigned to this tensor. A pure
+  // condition: the report is made by report_source in the failing branch
+  // (clang would count a condition that fails a static_assert as a second
+  // error, then go on into the branch it could not decide).
   template <class E>
-  static constexpr auto check_source() {
-    if constexpr (is_invalid_v<E>) {
+  static constexpr bool source_ok() {
+    if constexpr (is_invalid_v<E> || !same_name_set_v<dims, dims_of_t<E>>)
       return false;
+    else
+      return std::is_same_v<value_type_of_t<E>, T> && detail::static_extents_agree_v<dims, dims_of_t<E>>;
+  }
+  template <class E>
+  static constexpr void report_source() {
+    if constexpr (is_invalid_v<E>) {
+      // the expression itself already reported its mistake
     } else if constexpr (!same_name_set_v<dims, dims_of_t<E>>) {
       detail::report<assignment_between_different_dims<diagnostic_dims_t<dims>, diagnostic_dims_t<dims_of_t<E>>>>();
-      return false;
     } else if constexpr (!std::is_same_v<value_type_of_t<E>, T>) {
       detail::report<value_type_mismatch<T, value_type_of_t<E>>>();
-      return false;
-    } else if constexpr (!detail::check_static_agreement<dims, dims_of_t<E>>()) {
-      return false;
     } else {
-      return true;
+      detail::report_static_disagreement<dims, dims_of_t<E>>();
     }
   }
 
@@ -235,7 +248,7 @@ class tensor : public expression_tag {
   }
 
   // A member type is instantiated with the class: a duplicate dim fails here.
-  using dims_check_ = std::integral_constant<bool, detail::check_unique_dims<dims>()>;
+  using dims_check_ = std::integral_constant<std::size_t, sizeof(detail::unique_dims_checked<dims>)>;
   storage_type storage_;
 };
 

@@ -37,8 +37,8 @@ class tensor_view : public expression_tag {
   /// The element at the indices given by name, in any order.
   template <dimension... Is>
   T& operator()(const Is&... idx) const {
-    if constexpr (!detail::check_indices<dims, Is...>())
-      return *data_;
+    if constexpr (!detail::indices_ok<dims, Is...>())
+      return (detail::report_indices<dims, Is...>(), *data_);
     else
       return data_[detail::offset_from_indices<dims>(extents_, strides_, idx...)];
   }
@@ -54,7 +54,7 @@ class tensor_view : public expression_tag {
 
  private:
   // A member type is instantiated with the class: a duplicate dim fails here.
-  using dims_check_ = std::integral_constant<bool, detail::check_unique_dims<dims>()>;
+  using dims_check_ = std::integral_constant<std::size_t, sizeof(detail::unique_dims_checked<dims>)>;
   T* data_;
   std::array<std::size_t, rank> extents_;
   std::array<std::ptrdiff_t, rank> strides_;

@@ -41,51 +41,48 @@ struct item_name_getter {
   constexpr std::string_view operator()() const { return term_of<S, T>().items[I].name; }
 };
 template <fixed_string S, std::size_t T, std::size_t I>
-using label_chars_t = to_chars_t<label_getter<S, T, I>>;
+using label_name_t = to_label_t<label_getter<S, T, I>>;
 
 template <fixed_string S, std::size_t T, class Seq = std::make_index_sequence<term_of<S, T>().n_items>>
 struct term_items;
 template <fixed_string S, std::size_t T, std::size_t... I>
 struct term_items<S, T, std::index_sequence<I...>> {
-  using type = labels<to_chars_t<item_name_getter<S, T, I>>...>;
+  using type = labels<to_label_t<item_name_getter<S, T, I>>...>;
 };
 template <fixed_string S, std::size_t T, std::size_t First, class Seq>
 struct group_labels;
 template <fixed_string S, std::size_t T, std::size_t First, std::size_t... I>
 struct group_labels<S, T, First, std::index_sequence<I...>> {
-  using type = labels<label_chars_t<S, T, First + I>...>;
+  using type = labels<label_name_t<S, T, First + I>...>;
 };
 
-/// Reports a syntax error of the string S, if any.
+/// Reports the syntax error of the string S (call it only when there is one:
+/// the condition is the pure `parsed_v<S>.error != einsum_parse_error::none`,
+/// so that clang does not count the report twice).
 template <fixed_string S>
-constexpr auto check_einsum_syntax() {
+constexpr void report_einsum_syntax() {
   constexpr parsed_einsum p = parsed_v<S>;
   using E = einsum_parse_error;
   using Pos = position_c<p.error_pos>;
-  if constexpr (p.error == E::none) {
-    return true;
-  } else {
-    if constexpr (p.error == E::no_arrow)
-      report<einsum_string_has_no_arrow<Pos>>();
-    else if constexpr (p.error == E::more_than_one_arrow)
-      report<einsum_string_has_more_than_one_arrow<Pos>>();
-    else if constexpr (p.error == E::empty_input_term)
-      report<einsum_string_has_an_empty_input_term<Pos, count_c<p.error_term>>>();
-    else if constexpr (p.error == E::invalid_character)
-      report<einsum_string_has_an_invalid_character<Pos, count_c<p.error_term>, character<S.data[p.error_pos]>>>();
-    else if constexpr (p.error == E::unbalanced_parentheses)
-      report<einsum_string_has_unbalanced_parentheses<Pos, count_c<p.error_term>>>();
-    else if constexpr (p.error == E::empty_group)
-      report<einsum_string_has_an_empty_group<Pos, count_c<p.error_term>>>();
-    else if constexpr (p.error == E::too_many_labels)
-      report<einsum_string_has_too_many_labels<Pos>>();
-    else if constexpr (p.error == E::label_twice_in_a_term) {
-      struct get {
-        constexpr std::string_view operator()() const { return parsed_v<S>.error_label; }
-      };
-      report<einsum_term_names_a_label_twice<to_chars_t<get>, count_c<p.error_term>>>();
-    }
-    return false;
+  if constexpr (p.error == E::no_arrow)
+    report<einsum_string_has_no_arrow<Pos>>();
+  else if constexpr (p.error == E::more_than_one_arrow)
+    report<einsum_string_has_more_than_one_arrow<Pos>>();
+  else if constexpr (p.error == E::empty_input_term)
+    report<einsum_string_has_an_empty_input_term<Pos, count_c<p.error_term>>>();
+  else if constexpr (p.error == E::invalid_character)
+    report<einsum_string_has_an_invalid_character<Pos, count_c<p.error_term>, character<S.data[p.error_pos]>>>();
+  else if constexpr (p.error == E::unbalanced_parentheses)
+    report<einsum_string_has_unbalanced_parentheses<Pos, count_c<p.error_term>>>();
+  else if constexpr (p.error == E::empty_group)
+    report<einsum_string_has_an_empty_group<Pos, count_c<p.error_term>>>();
+  else if constexpr (p.error == E::too_many_labels)
+    report<einsum_string_has_too_many_labels<Pos>>();
+  else if constexpr (p.error == E::label_twice_in_a_term) {
+    struct get {
+      constexpr std::string_view operator()() const { return parsed_v<S>.error_label; }
+    };
+    report<einsum_term_names_a_label_twice<to_label_t<get>, count_c<p.error_term>>>();
   }
 }
 
@@ -113,39 +110,55 @@ struct einsum_term_match {
       if (!t.items[i].name.empty() && t.items[i].name != L::names[i]) return false;
     return true;
   }();
+  static constexpr bool ok = foreign == npos && unlisted == npos && t.n_items <= L::size && in_order;
+  // A dim of L that the term leaves out (neither named nor standing at an
+  // unnamed group's position), preferring the foreign label's position: the
+  // dim a rename to the foreign label would bring in.
+  static constexpr std::size_t left_out = [] {
+    auto left = [](std::size_t d) {
+      if (d < t.n_items && t.items[d].name.empty()) return false;
+      for (std::size_t i = 0; i < t.n_items; ++i)
+        if (t.items[i].name == L::names[d]) return false;
+      return true;
+    };
+    if (foreign < L::size && left(foreign)) return foreign;
+    for (std::size_t d = 0; d < L::size; ++d)
+      if (left(d)) return d;
+    return npos;
+  }();
 };
 
 /// Reports the first way term J of S fails to list operand J's dims L in
-/// order; true when it lists them exactly.
+/// order (call it only when `einsum_term_match<S, J, L>::ok` is false).
 template <fixed_string S, std::size_t J, class L>
-constexpr auto check_einsum_term() {
+constexpr void report_einsum_term() {
   using M = einsum_term_match<S, J, L>;
   using D = diagnostic_dims_t<L>;
-  if constexpr (M::foreign != npos) {
-    report<einsum_label_is_not_a_dim_of_its_operand<to_chars_t<item_name_getter<S, J, M::foreign>>, operand<J>, D>>();
-    return false;
+  using Label = to_label_t<item_name_getter<S, J, (M::foreign == npos ? 0 : M::foreign)>>;
+  if constexpr (M::foreign != npos && M::left_out != npos) {
+    report<einsum_label_is_not_a_dim_of_its_operand_did_you_mean_rename<
+        Label, operand<J>, D, fix::rename<diagnostic_name_t<at_t<L, M::left_out>>, Label>(operand<J>)>>();
+  } else if constexpr (M::foreign != npos) {
+    report<einsum_label_is_not_a_dim_of_its_operand<Label, operand<J>, D>>();
   } else if constexpr (M::unlisted != npos) {
     report<einsum_term_does_not_list_every_dim_of_its_operand<diagnostic_name_t<at_t<L, M::unlisted>>, operand<J>,
                                                               D>>();
-    return false;
   } else if constexpr (M::t.n_items > L::size) {
     report<einsum_term_lists_more_dims_than_its_operand_has<operand<J>, typename term_items<S, J>::type, D>>();
-    return false;
-  } else if constexpr (!M::in_order) {
+  } else {
     report<einsum_term_lists_dims_in_a_different_order_than_its_operand<operand<J>, typename term_items<S, J>::type,
                                                                         D>>();
-    return false;
-  } else {
-    return true;
   }
 }
 
+/// The first term of S that does not list its operand's dims Ls in order,
+/// or npos: a pure condition (report_einsum_term reports it).
 template <fixed_string S, class... Ls>
-constexpr auto check_einsum_terms() {
-  return [&]<std::size_t... J>(std::index_sequence<J...>) {
-    bool ok = true;
-    ((ok = ok && check_einsum_term<S, J, Ls>()), ...);
-    return ok;
+constexpr std::size_t first_bad_einsum_term() {
+  return []<std::size_t... J>(std::index_sequence<J...>) {
+    std::size_t bad = npos;
+    ((bad = (bad == npos && !einsum_term_match<S, J, Ls>::ok) ? J : bad), ...);
+    return bad;
   }(std::index_sequence_for<Ls...>{});
 }
 
@@ -359,7 +372,9 @@ auto einsum_string_impl(OpsTuple&& ops, const Extras& extras, std::index_sequenc
   static constexpr const parsed_einsum& p = parsed_v<S>;
   using XL = typename Extras::dims;
   using Pool = typename union_all<dims_of_t<std::tuple_element_t<J, Ts>>..., XL>::type;
-  if constexpr (!check_einsum_terms<S, dims_of_t<std::tuple_element_t<J, Ts>>...>()) {
+  constexpr std::size_t bad_term = first_bad_einsum_term<S, dims_of_t<std::tuple_element_t<J, Ts>>...>();
+  if constexpr (bad_term != npos) {
+    report_einsum_term<S, bad_term, dims_of_t<std::tuple_element_t<bad_term, Ts>>>();
     return invalid_expression{};
   } else {
     constexpr std::size_t underdetermined = [] {
@@ -422,7 +437,7 @@ auto einsum_string_impl(OpsTuple&& ops, const Extras& extras, std::index_sequenc
         return npos;
       }();
       if constexpr (missing != npos) {
-        report<einsum_output_label_is_not_in_any_operand<label_chars_t<S, p.n_inputs, missing>>>();
+        report<einsum_output_label_is_not_in_any_operand<label_name_t<S, p.n_inputs, missing>>>();
         return invalid_expression{};
       } else if constexpr (unnamed_group != npos) {
         constexpr einsum_item item = p.output.items[unnamed_group];
@@ -490,7 +505,8 @@ auto einsum_string_args(Args&&... args) {
     return npos;
   }();
   static constexpr const parsed_einsum& p = parsed_v<S>;
-  if constexpr (!check_einsum_syntax<S>()) {
+  if constexpr (p.error != einsum_parse_error::none) {
+    report_einsum_syntax<S>();
     return invalid_expression{};
   } else if constexpr (foreign != npos) {
     report<einsum_operand_is_not_a_named_tensor<operand<foreign>,

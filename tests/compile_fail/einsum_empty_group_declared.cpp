@@ -1,0 +1,16 @@
+// As einsum_empty_group.cpp, with the result assigned to a declared tensor type, as
+// users write it (`x_t q = ...`): still exactly one error.
+// An einsum string with an empty group.
+// EXPECT: dimsum: einsum string has an empty group
+// EXPECT: einsum_string_has_an_empty_group
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+#ifdef DIMSUM_SHOULD_FAIL
+  x_t r = dimsum::rearrange<"batch posn () -> batch posn">(x);
+#else
+  x_t r = dimsum::rearrange<"batch posn d_model -> batch posn d_model">(x);
+#endif
+  (void)r;
+}

@@ -1,0 +1,17 @@
+// As einsum_invalid_character.cpp, with the result assigned to a declared tensor type, as
+// users write it (`qkv_t q = ...`): still exactly one error.
+// An einsum string with a character that is not part of the grammar.
+// EXPECT: dimsum: einsum string has a character that is not part of a label
+// EXPECT: einsum_string_has_an_invalid_character<.*character<'\*'>
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+  w_t w;
+#ifdef DIMSUM_SHOULD_FAIL
+  qkv_t q = dimsum::einsum<"batch posn d_model * nheads d_model d_head -> batch posn nheads d_head">(x, w);
+#else
+  qkv_t q = dimsum::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w);
+#endif
+  (void)q;
+}
