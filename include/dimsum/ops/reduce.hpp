@@ -187,13 +187,15 @@ class reduction_expr : public expression_tag {
     }
     std::array<std::size_t, rank> idx{};
     while (true) {
-      const T* base = src.data();
+      // An integer offset: a source empty along a reduced dim has no
+      // buffer, and no offset may be added to its null pointer.
+      std::ptrdiff_t base = 0;
       value_type* out = dst.data;
       for (std::size_t i = 0; i < rank; ++i) {
         base += static_cast<std::ptrdiff_t>(idx[i]) * in_st[out_pos[i]];
         out += static_cast<std::ptrdiff_t>(idx[i]) * dst.strides[i];
       }
-      *out = Op::template reduce<T>(offsets.size(), [&](std::size_t k) { return base[offsets[k]]; });
+      *out = Op::template reduce<T>(offsets.size(), [&](std::size_t k) { return src.data()[base + offsets[k]]; });
       std::size_t d = rank;
       while (true) {
         if (d == 0) return;
