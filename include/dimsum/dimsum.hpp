@@ -21,6 +21,7 @@
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/repeat.hpp>
 #include <dimsum/ops/rope.hpp>
+#include <dimsum/ops/kv_cache.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/softmax.hpp>
