@@ -22,6 +22,8 @@
 #include <dimsum/ops/repeat.hpp>
 #include <dimsum/ops/rope.hpp>
 #include <dimsum/ops/kv_cache.hpp>
+#include <dimsum/ops/window_mask.hpp>
+#include <dimsum/ops/alibi.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/softmax.hpp>

@@ -18,4 +18,5 @@
 #include <dimsum/grad/rules/rope.hpp>
 #include <dimsum/grad/rules/slice.hpp>
 #include <dimsum/grad/rules/softmax.hpp>
+#include <dimsum/grad/rules/window_mask.hpp>
 #include <dimsum/grad/tape.hpp>
