@@ -21,6 +21,7 @@ DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_k);
 
 int main(int argc, char** argv) {
+  std::cout << "kernels: " << dimsum::kernel_isa() << "\n";
   const std::string dir = argc > 1 ? std::string(argv[1]) + "/" : "";
   const std::vector<std::string> words{"Your", "journey", "starts", "with", "one", "step"};
   tensor<float, token, emb> inputs(token{6}, emb{3});

@@ -23,6 +23,7 @@ DIMSUM_DIM(q_time);
 DIMSUM_DIM(k_time);
 
 int main() {
+  std::cout << "kernels: " << dimsum::kernel_isa() << "\n";
   // vocab = string.whitespace + ascii_letters + digits + punctuation
   auto tok = nn::seeds::char_tokenizer::python_printable();
   auto data = tok.encode<chr>("Attention is all you need");  // torch.LongTensor(encode(text))

@@ -16,6 +16,7 @@ DIMSUM_DIM(k_time);
 DIMSUM_DIM(batch);
 
 int main() {
+  std::cout << "kernels: " << dimsum::kernel_isa() << "\n";
   // T, C = 5, 2; positional_embeddings: sin on even channels, cos on odd ones
   auto pe = dimsum::nn::sinusoidal_encoding<float>(time_{5}, channel{2});
   std::cout << "positional_embeddings\n" << pe << "\n";

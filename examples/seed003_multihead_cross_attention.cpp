@@ -19,6 +19,7 @@ DIMSUM_DIM(dim_k);
 DIMSUM_DIM(one);
 
 int main() {
+  std::cout << "kernels: " << dimsum::kernel_isa() << "\n";
   // torch.manual_seed(42); q, k, v = torch.randn(...): PyTorch's draws
   auto q = seeds::load<tensor<float, batch, nheads, q_seq, emb_dim>>("seed003/demo/q.npy");
   auto k = seeds::load<tensor<float, batch, nheads, kv_seq, emb_dim>>("seed003/demo/k.npy");

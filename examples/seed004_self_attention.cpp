@@ -18,6 +18,7 @@ DIMSUM_DIM(d_in);
 DIMSUM_DIM(d_out);
 
 int main() {
+  std::cout << "kernels: " << dimsum::kernel_isa() << "\n";
   tensor<float, token, d_in> inputs(token{6}, d_in{3});
   const float rows[6][3] = {{0.43f, 0.15f, 0.89f},   // Your
                             {0.55f, 0.87f, 0.66f},   // journey

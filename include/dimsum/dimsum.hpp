@@ -20,6 +20,10 @@
 #include <dimsum/ops/reduce.hpp>
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/repeat.hpp>
+#include <dimsum/ops/rope.hpp>
+#include <dimsum/ops/kv_cache.hpp>
+#include <dimsum/ops/window_mask.hpp>
+#include <dimsum/ops/alibi.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/softmax.hpp>

@@ -15,6 +15,8 @@
 #include <dimsum/grad/rules/mask.hpp>
 #include <dimsum/grad/rules/reduce.hpp>
 #include <dimsum/grad/rules/rename.hpp>
+#include <dimsum/grad/rules/rope.hpp>
 #include <dimsum/grad/rules/slice.hpp>
 #include <dimsum/grad/rules/softmax.hpp>
+#include <dimsum/grad/rules/window_mask.hpp>
 #include <dimsum/grad/tape.hpp>

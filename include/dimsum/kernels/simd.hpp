@@ -33,6 +33,24 @@ using best_gemm_arch = std::conditional_t<
 
 }  // namespace dimsum::kernels
 
+namespace dimsum {
+/// The vector instruction set dimsum's kernels (GEMM, fused attention,
+/// softmax rows) were compiled for in this translation unit: "avx512f",
+/// "fma3<avx2>", "avx2" or "scalar". It follows the compiler's target
+/// flags (`-march`); the `dimsum::dimsum` CMake target passes
+/// `-march=native` to its consumers unless configured otherwise
+/// (`DIMSUM_ARCH`). Example: `std::cout << "kernels: " << kernel_isa();`
+constexpr const char* kernel_isa() noexcept { return kernels::best_gemm_arch::name(); }
+}  // namespace dimsum
+
+// A consumer built without vector flags gets the scalar kernels, several
+// times slower: say so at compile time (define DIMSUM_ALLOW_SCALAR_KERNELS
+// to accept it quietly).
+#if !defined(DIMSUM_ALLOW_SCALAR_KERNELS) && (defined(__x86_64__) || defined(_M_X64)) && !defined(__AVX2__)
+#pragma message( \
+    "dimsum: compiled without AVX2/AVX-512 flags, so the kernels run scalar code; link the dimsum::dimsum CMake target (it passes -march=native by default), pass -march=native yourself, or define DIMSUM_ALLOW_SCALAR_KERNELS")
+#endif
+
 namespace dimsum::kernels::detail {
 
 /// Returns `x` unchanged, but opaque to the optimiser: a product passed

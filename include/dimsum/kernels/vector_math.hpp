@@ -144,10 +144,22 @@ template <math_fn F, class T>
 inline constexpr bool has_vector_math =
     std::is_same_v<T, float> || (std::is_same_v<T, double> && F != math_fn::erf && F != math_fn::gelu);
 
+/// The arch math_contiguous uses by default: xsimd's best for the target,
+/// except in g++ builds without optimisation on AVX-512BW. There GCC
+/// defines `_mm512_mask_blend_epi8/16` as macros whose casts reject
+/// xsimd 8.1's integer batches (its avx512bw `select`, which xsimd's log
+/// reaches), so a Debug build would not compile; avx512dq has the same
+/// width and blends through functions.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) && XSIMD_WITH_AVX512BW
+using vector_math_arch = xsimd::avx512dq;
+#else
+using vector_math_arch = xsimd::default_arch;
+#endif
+
 /// out[i] = F(in[i]) for i < n on arch A: whole vectors, then scalar_math
 /// on the tail (all of it scalar where has_vector_math<F, T> is false).
 /// `in` may equal `out` (in place).
-template <math_fn F, class A = xsimd::default_arch, class T>
+template <math_fn F, class A = vector_math_arch, class T>
 void math_contiguous(const T* in, T* out, std::size_t n) noexcept {
   static_assert(std::is_floating_point_v<T>);
   std::size_t i = 0;
