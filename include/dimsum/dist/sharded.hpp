@@ -119,6 +119,7 @@ struct operation_over_a_sharded_dim {
 /// Operation names in diagnostics.
 struct op_softmax {};
 struct op_causal_mask {};
+struct op_masked_fill {};
 struct op_map {};
 struct op_print {};
 struct op_add_full_value {};
@@ -746,6 +747,26 @@ template <dimension Q, dimension K, class Tn, class... Ps, scalar V>
 auto causal_mask(const sharded<Tn, Ps...>& s, V masked_value) {
   return detail::on_full_value<op_causal_mask, sharded<Tn, Ps...>, Q, K>(
       s, [&](const auto& x) { return dimsum::causal_mask<Q, K>(x, masked_value); });
+}
+
+namespace detail {
+template <class S, class MaskDims>
+struct masked_fill_on;
+template <class S, dimension... Ms>
+struct masked_fill_on<S, dim_list<Ms...>> {
+  template <class M, class V>
+  static auto run(const S& s, const M& mask, V value) {
+    return on_full_value<op_masked_fill, S, Ms...>(s, [&](const auto& x) { return dimsum::masked_fill(x, mask, value); });
+  }
+};
+}  // namespace detail
+
+/// masked_fill of a sharded value with a replicated boolean mask (a plain
+/// tensor, broadcast by name): local, when the value is not a partial sum
+/// and none of the mask's dims is split.
+template <class Tn, class... Ps, named_expression M, scalar V>
+auto masked_fill(const sharded<Tn, Ps...>& s, const M& mask, V value) {
+  return detail::masked_fill_on<sharded<Tn, Ps...>, dims_of_t<M>>::run(s, mask, value);
 }
 
 /// f (a function of one named expression, e.g. a nonlinearity) applied to

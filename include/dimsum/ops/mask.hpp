@@ -68,16 +68,17 @@ class causal_mask_expr : public expression_tag {
 /// Masks t with `masked_value` wherever the index along K exceeds the index
 /// along Q: `causal_mask<q_posn, k_posn>(scores, -inf)`. Q and K must be two
 /// different dims of t (compile error otherwise).
-template <dimension Q, dimension K, named_expression E, scalar V>
-auto causal_mask(E&& e, V masked_value) {
+namespace detail {
+template <dimension Q, dimension K, class E, class V>
+auto causal_mask_impl(E&& e, V masked_value) {
   using L = dims_of_t<E>;
   if constexpr (is_invalid_v<E>) {
     return invalid_expression{};
   } else if constexpr (Q::name.view() == K::name.view()) {
-    detail::report<causal_mask_query_and_key_are_the_same_dim<diagnostic_name_t<Q>>>();
+    report<causal_mask_query_and_key_are_the_same_dim<diagnostic_name_t<Q>>>();
     return invalid_expression{};
   } else if constexpr (!contains_v<L, Q>) {
-    detail::report<causal_mask_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<Q>, diagnostic_dims_t<L>>>();
+    report<causal_mask_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<Q>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
   } else if constexpr (!contains_v<L, K>) {
     detail::report<causal_mask_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<K>, diagnostic_dims_t<L>>>();
@@ -85,6 +86,19 @@ auto causal_mask(E&& e, V masked_value) {
   } else {
     return causal_mask_expr<Q, K, E>(std::forward<E>(e), static_cast<value_type_of_t<E>>(masked_value));
   }
+}
+}  // namespace detail
+
+/// causal_mask (see above). An lvalue operand is held by reference
+/// (DIMSUM_LIFETIMEBOUND), an rvalue is moved in.
+template <dimension Q, dimension K, named_expression E, scalar V>
+auto causal_mask(E& e DIMSUM_LIFETIMEBOUND, V masked_value) {
+  return detail::causal_mask_impl<Q, K>(e, masked_value);
+}
+template <dimension Q, dimension K, named_expression E, scalar V>
+  requires(!std::is_lvalue_reference_v<E>)
+auto causal_mask(E&& e, V masked_value) {
+  return detail::causal_mask_impl<Q, K>(std::forward<E>(e), masked_value);
 }
 
 /// torch.tril(torch.ones(q, k)) as a bool tensor: true where the key index

@@ -262,21 +262,41 @@ auto make_reduction(E&& e) {
 
 /// Sum over the named dims: `sum<d_head>(t)`; `sum<>(t)` is t itself.
 template <dimension... Ds, named_expression E>
+auto sum(E& e DIMSUM_LIFETIMEBOUND) {
+  return detail::make_reduction<kernels::reduce_op::sum, E&, Ds...>(e);
+}
+template <dimension... Ds, named_expression E>
+  requires(!std::is_lvalue_reference_v<E>)
 auto sum(E&& e) {
   return detail::make_reduction<kernels::reduce_op::sum, E, Ds...>(std::forward<E>(e));
 }
 /// Maximum over the named dims (NaN propagates).
 template <dimension... Ds, named_expression E>
+auto max(E& e DIMSUM_LIFETIMEBOUND) {
+  return detail::make_reduction<kernels::reduce_op::max, E&, Ds...>(e);
+}
+template <dimension... Ds, named_expression E>
+  requires(!std::is_lvalue_reference_v<E>)
 auto max(E&& e) {
   return detail::make_reduction<kernels::reduce_op::max, E, Ds...>(std::forward<E>(e));
 }
 /// Minimum over the named dims (NaN propagates).
 template <dimension... Ds, named_expression E>
+auto min(E& e DIMSUM_LIFETIMEBOUND) {
+  return detail::make_reduction<kernels::reduce_op::min, E&, Ds...>(e);
+}
+template <dimension... Ds, named_expression E>
+  requires(!std::is_lvalue_reference_v<E>)
 auto min(E&& e) {
   return detail::make_reduction<kernels::reduce_op::min, E, Ds...>(std::forward<E>(e));
 }
 /// Arithmetic mean over the named dims.
 template <dimension... Ds, named_expression E>
+auto mean(E& e DIMSUM_LIFETIMEBOUND) {
+  return detail::make_reduction<kernels::reduce_op::mean, E&, Ds...>(e);
+}
+template <dimension... Ds, named_expression E>
+  requires(!std::is_lvalue_reference_v<E>)
 auto mean(E&& e) {
   return detail::make_reduction<kernels::reduce_op::mean, E, Ds...>(std::forward<E>(e));
 }

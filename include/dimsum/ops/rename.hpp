@@ -59,8 +59,9 @@ class rename_expr : public expression_tag {
 /// Renames dim From to To: `rename<posn, k_posn>(k)`. From must be a dim of
 /// t and To must not be (compile errors); if both have static extents they
 /// must agree, and a static To is checked against t's extent at run time.
-template <dimension From, dimension To, named_expression E>
-auto rename(E&& e) {
+namespace detail {
+template <dimension From, dimension To, class E>
+auto rename_impl(E&& e) {
   using L = dims_of_t<E>;
   using X = std::remove_cvref_t<E>;
   if constexpr (is_invalid_v<E>) {
@@ -92,6 +93,20 @@ auto rename(E&& e) {
       return rename_expr<From, To, E>(std::forward<E>(e));
     }
   }
+}
+}  // namespace detail
+
+/// Renames dim From to To (see above). An lvalue operand is held by
+/// reference (DIMSUM_LIFETIMEBOUND: clang warns when the lazy result
+/// outlives it), an rvalue is moved in.
+template <dimension From, dimension To, named_expression E>
+auto rename(E& e DIMSUM_LIFETIMEBOUND) {
+  return detail::rename_impl<From, To>(e);
+}
+template <dimension From, dimension To, named_expression E>
+  requires(!std::is_lvalue_reference_v<E>)
+auto rename(E&& e) {
+  return detail::rename_impl<From, To>(std::forward<E>(e));
 }
 
 }  // namespace dimsum

@@ -76,9 +76,9 @@ class softmax_expr : public expression_tag {
   detail::closure_t<E> e_;
 };
 
-/// Softmax along dim D: `softmax<k_posn>(scores)`.
-template <dimension D, named_expression E>
-auto softmax(E&& e) {
+namespace detail {
+template <dimension D, class E>
+auto softmax_impl(E&& e) {
   if constexpr (is_invalid_v<E>) {
     return invalid_expression{};
   } else if constexpr (!contains_v<dims_of_t<E>, D>) {
@@ -87,6 +87,20 @@ auto softmax(E&& e) {
   } else {
     return softmax_expr<D, E>(std::forward<E>(e));
   }
+}
+}  // namespace detail
+
+/// Softmax along dim D: `softmax<k_posn>(scores)`. An lvalue operand is
+/// held by reference (DIMSUM_LIFETIMEBOUND: clang warns when the lazy result
+/// outlives it), an rvalue is moved in.
+template <dimension D, named_expression E>
+auto softmax(E& e DIMSUM_LIFETIMEBOUND) {
+  return detail::softmax_impl<D>(e);
+}
+template <dimension D, named_expression E>
+  requires(!std::is_lvalue_reference_v<E>)
+auto softmax(E&& e) {
+  return detail::softmax_impl<D>(std::forward<E>(e));
 }
 
 }  // namespace dimsum
