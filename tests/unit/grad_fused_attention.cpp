@@ -4,7 +4,9 @@
 // stage, a causal mask with -inf (key tiles skipped) and with a finite
 // value (kept), a per-batch padding mask with a fully masked (NaN) row.
 // Also the saved row statistics (logsumexp) against plain loops, and the
-// kernel's forward output fed to the backward.
+// kernel's forward output fed to the backward. And the same backward
+// against PyTorch float64 autograd of the unfused chain (fixtures written by
+// tests/reference/make_grad_fixtures.py, fused_attention()).
 
 #include <dimsum/kernels/attention.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
@@ -15,9 +17,12 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "golden.hpp"
 
 namespace {
 
@@ -174,7 +179,91 @@ void check(problem& p, kernels::attention_args<double>& a, std::vector<double>& 
   }
 }
 
+DIMSUM_DIM(batch);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head);
+DIMSUM_DIM(d_value);
+
+template <class TT>
+std::vector<double> fixture_data(const std::string& name) {
+  const TT t = golden::load<TT>("grad/" + name + ".npy");
+  return std::vector<double>(t.data(), t.data() + t.size());
+}
+
+/// The kernel's backward of fixture case `name` (stages already in `a`, the
+/// problem's data loaded from the fixture) against PyTorch's gradients; NaN
+/// must match NaN.
+void check_torch(const std::string& name, problem& p, kernels::attention_args<double>& a) {
+  kernels::attention(a);
+  std::vector<double> lse(p.b * p.nq);
+  kernels::attention_row_stats(a, lse.data());
+  std::vector<double> dq(p.q.size()), dk(p.k.size()), dv(p.v.size());
+  kernels::attention_backward(kernels::attention_grad_args<double>{&a, lse.data(), p.dout.data(), dq.data(), dk.data(), dv.data()});
+  const std::vector<double> want[3] = {
+      fixture_data<tensor<double, batch, q_posn, d_head>>(name + "_grad_q"),
+      fixture_data<tensor<double, batch, k_posn, d_head>>(name + "_grad_k"),
+      fixture_data<tensor<double, batch, k_posn, d_value>>(name + "_grad_v")};
+  const std::vector<double>* got[3] = {&dq, &dk, &dv};
+  for (int w = 0; w < 3; ++w) {
+    INFO(name << " gradient " << "qkv"[w]);
+    REQUIRE(got[w]->size() == want[w].size());
+    std::size_t bad = 0;
+    for (std::size_t n = 0; n < want[w].size(); ++n) {
+      const double g = (*got[w])[n], e = want[w][n];
+      if (std::isnan(e) ? !std::isnan(g) : !(std::abs(g - e) <= 1e-12 * (1 + std::abs(e)))) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+problem from_fixture(const std::string& name) {
+  problem p{2, 37, 70, 5, 3, {}, {}, {}, {}, {}};
+  p.q = fixture_data<tensor<double, batch, q_posn, d_head>>(name + "_q");
+  p.k = fixture_data<tensor<double, batch, k_posn, d_head>>(name + "_k");
+  p.v = fixture_data<tensor<double, batch, k_posn, d_value>>(name + "_v");
+  p.dout = fixture_data<tensor<double, batch, q_posn, d_value>>(name + "_r");
+  REQUIRE(p.q.size() == 2 * 37 * 5);
+  REQUIRE(p.k.size() == 2 * 70 * 5);
+  REQUIRE(p.v.size() == 2 * 70 * 3);
+  return p;
+}
+
 }  // namespace
+
+TEST_CASE("fused attention backward equals PyTorch autograd of the unfused chain (float64 fixtures)") {
+  for (double value : {ninf, -3.0}) {
+    const std::string name = value == ninf ? "fused_attn_causal" : "fused_attn_causal_finite";
+    problem p = from_fixture(name);
+    std::vector<double> out;
+    auto a = args_for(p, out);
+    a.n_stages = 2;
+    a.stages[0].op = kernels::score_op::multiply;
+    a.stages[0].value = 0.5;
+    a.stages[1].op = kernels::score_op::causal;
+    a.stages[1].value = value;
+    check_torch(name, p, a);
+  }
+  {
+    problem p = from_fixture("fused_attn_padding");
+    std::unique_ptr<bool[]> mask(new bool[2 * 37 * 70]);
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t i = 0; i < 37; ++i)
+        for (std::size_t j = 0; j < 70; ++j) mask[(b * 37 + i) * 70 + j] = j >= 60 - 7 * b || (b == 1 && i == 5);
+    std::vector<double> out;
+    auto a = args_for(p, out);
+    a.n_stages = 2;
+    a.stages[0].op = kernels::score_op::multiply;
+    a.stages[0].value = 0.7;
+    a.stages[1].op = kernels::score_op::mask;
+    a.stages[1].value = ninf;
+    a.stages[1].mask = mask.get();
+    a.stages[1].mask_batch[0] = 37 * 70;
+    a.stages[1].mask_row = 70;
+    a.stages[1].mask_col = 1;
+    check_torch("fused_attn_padding", p, a);
+  }
+}
 
 TEST_CASE("fused attention backward: scale and causal -inf, tiles crossed and skipped") {
   problem p = make(2, 70, 70, 5, 3, 1);
