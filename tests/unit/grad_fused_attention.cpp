@@ -6,10 +6,13 @@
 // Also the saved row statistics (logsumexp) against plain loops, and the
 // kernel's forward output fed to the backward. And the same backward
 // against PyTorch float64 autograd of the unfused chain (fixtures written by
-// tests/reference/make_grad_fixtures.py, fused_attention()).
+// tests/reference/make_grad_fixtures.py, fused_attention()). And on the
+// tape: grad::fused_attention records one node whose gradients equal
+// PyTorch's and the unfused chain of var operations'.
 
 #include <dimsum/kernels/attention.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
+#include <dimsum/grad/grad.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -313,4 +316,66 @@ TEST_CASE("fused attention backward: padding mask per batch, a fully masked (NaN
   a.stages[1].mask_row = 66;
   a.stages[1].mask_col = 1;
   check(p, a, out, 1);
+}
+
+namespace {
+
+template <class Q, class K, class V>
+auto causal_chain(const Q& q, const K& k, const V& v, double value) {
+  return einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(
+      softmax<k_posn>(causal_mask<q_posn, k_posn>(
+          einsum<"batch q_posn d_head, batch k_posn d_head -> batch q_posn k_posn">(q, k) * 0.5, value)),
+      v);
+}
+
+}  // namespace
+
+TEST_CASE("grad::fused_attention: one tape node; gradients equal PyTorch's and the unfused chain's") {
+  using QT = tensor<double, batch, q_posn, d_head>;
+  using KT = tensor<double, batch, k_posn, d_head>;
+  using VT = tensor<double, batch, k_posn, d_value>;
+  using OT = tensor<double, batch, q_posn, d_value>;
+  for (double value : {ninf, -3.0}) {
+    const std::string name = value == ninf ? "fused_attn_causal" : "fused_attn_causal_finite";
+    INFO(name);
+    const QT q0 = golden::load<QT>("grad/" + name + "_q.npy");
+    const KT k0 = golden::load<KT>("grad/" + name + "_k.npy");
+    const VT v0 = golden::load<VT>("grad/" + name + "_v.npy");
+    const OT r = golden::load<OT>("grad/" + name + "_r.npy");
+    static_assert(uses_fused_attention_v<decltype(causal_chain(q0, k0, v0, value))>);
+
+    grad::tape fused;
+    auto q = fused.watch(q0);
+    auto k = fused.watch(k0);
+    auto v = fused.watch(v0);
+    const std::size_t leaves = fused.size();
+    auto z = grad::fused_attention(q, k, v, [value](const auto& q, const auto& k, const auto& v) {
+      return causal_chain(q, k, v, value);
+    });
+    CHECK(fused.size() == leaves + 1);  // one fused node: the scores never materialised
+    fused.backward(sum<batch, q_posn, d_value>(z * r));
+    golden::check(gradient(q), "grad/" + name + "_grad_q.npy", 1e-12, 1e-12);
+    golden::check(gradient(k), "grad/" + name + "_grad_k.npy", 1e-12, 1e-12);
+    golden::check(gradient(v), "grad/" + name + "_grad_v.npy", 1e-12, 1e-12);
+
+    grad::tape unfused;
+    auto uq = unfused.watch(q0);
+    auto uk = unfused.watch(k0);
+    auto uv = unfused.watch(v0);
+    auto uz = causal_chain(uq, uk, uv, value);  // on vars: one node per operation
+    CHECK(unfused.size() > leaves + 1);
+    unfused.backward(sum<batch, q_posn, d_value>(uz * r));
+    const QT gq = gradient(q), ugq = gradient(uq);
+    const KT gk = gradient(k), ugk = gradient(uk);
+    const VT gv = gradient(v), ugv = gradient(uv);
+    auto agree = [](const auto& a, const auto& b) {
+      std::size_t bad = 0;
+      for (std::size_t n = 0; n < a.size(); ++n)
+        if (!(std::abs(a.data()[n] - b.data()[n]) <= 1e-12 * (1 + std::abs(b.data()[n])))) ++bad;
+      return bad;
+    };
+    CHECK(agree(gq, ugq) == 0);
+    CHECK(agree(gk, ugk) == 0);
+    CHECK(agree(gv, ugv) == 0);
+  }
 }
