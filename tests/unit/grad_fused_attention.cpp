@@ -137,6 +137,35 @@ kernels::attention_args<double> args_for(const problem& p, std::vector<double>& 
   return a;
 }
 
+/// Two score stages: op0 then op1.
+void set_stages(kernels::attention_args<double>& a, kernels::score_op op0, double v0, kernels::score_op op1,
+                double v1) {
+  a.n_stages = 2;
+  a.stages[0].op = op0;
+  a.stages[0].value = v0;
+  a.stages[1].op = op1;
+  a.stages[1].value = v1;
+}
+
+/// The padding cases' mask: key j is padding in batch b when j >= 60 - 7 b,
+/// and batch 1's query 5 has every key masked (a NaN row).
+bool padded(std::size_t b, std::size_t i, std::size_t j) { return j >= 60 - 7 * b || (b == 1 && i == 5); }
+
+/// Stages `* 0.7` then the padding mask with -inf; returns the mask buffer
+/// (keep it alive while `a` is used).
+std::unique_ptr<bool[]> set_padding(kernels::attention_args<double>& a, const problem& p) {
+  std::unique_ptr<bool[]> mask(new bool[p.b * p.nq * p.nk]);
+  for (std::size_t b = 0; b < p.b; ++b)
+    for (std::size_t i = 0; i < p.nq; ++i)
+      for (std::size_t j = 0; j < p.nk; ++j) mask[(b * p.nq + i) * p.nk + j] = padded(b, i, j);
+  set_stages(a, kernels::score_op::multiply, 0.7, kernels::score_op::mask, ninf);
+  a.stages[1].mask = mask.get();
+  a.stages[1].mask_batch[0] = std::ptrdiff_t(p.nq * p.nk);
+  a.stages[1].mask_row = std::ptrdiff_t(p.nk);
+  a.stages[1].mask_col = 1;
+  return mask;
+}
+
 void close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   REQUIRE(got.size() == want.size());
   std::size_t bad = 0;
@@ -240,30 +269,14 @@ TEST_CASE("fused attention backward equals PyTorch autograd of the unfused chain
     problem p = from_fixture(name);
     std::vector<double> out;
     auto a = args_for(p, out);
-    a.n_stages = 2;
-    a.stages[0].op = kernels::score_op::multiply;
-    a.stages[0].value = 0.5;
-    a.stages[1].op = kernels::score_op::causal;
-    a.stages[1].value = value;
+    set_stages(a, kernels::score_op::multiply, 0.5, kernels::score_op::causal, value);
     check_torch(name, p, a);
   }
   {
     problem p = from_fixture("fused_attn_padding");
-    std::unique_ptr<bool[]> mask(new bool[2 * 37 * 70]);
-    for (std::size_t b = 0; b < 2; ++b)
-      for (std::size_t i = 0; i < 37; ++i)
-        for (std::size_t j = 0; j < 70; ++j) mask[(b * 37 + i) * 70 + j] = j >= 60 - 7 * b || (b == 1 && i == 5);
     std::vector<double> out;
     auto a = args_for(p, out);
-    a.n_stages = 2;
-    a.stages[0].op = kernels::score_op::multiply;
-    a.stages[0].value = 0.7;
-    a.stages[1].op = kernels::score_op::mask;
-    a.stages[1].value = ninf;
-    a.stages[1].mask = mask.get();
-    a.stages[1].mask_batch[0] = 37 * 70;
-    a.stages[1].mask_row = 70;
-    a.stages[1].mask_col = 1;
+    const auto mask = set_padding(a, p);
     check_torch("fused_attn_padding", p, a);
   }
 }
@@ -274,11 +287,7 @@ TEST_CASE("fused attention backward: scale and causal -inf, tiles crossed and sk
   p.f = [=](double x, std::size_t, std::size_t i, std::size_t j) { return j > i ? ninf : x * scale; };
   std::vector<double> out;
   auto a = args_for(p, out);
-  a.n_stages = 2;
-  a.stages[0].op = kernels::score_op::multiply;
-  a.stages[0].value = scale;
-  a.stages[1].op = kernels::score_op::causal;
-  a.stages[1].value = ninf;
+  set_stages(a, kernels::score_op::multiply, scale, kernels::score_op::causal, ninf);
   check(p, a, out);
 }
 
@@ -287,34 +296,16 @@ TEST_CASE("fused attention backward: causal with a finite masked value, divide a
   p.f = [](double x, std::size_t, std::size_t i, std::size_t j) { return (j > i ? -3.0 : x) / 2.0; };
   std::vector<double> out;
   auto a = args_for(p, out);
-  a.n_stages = 2;
-  a.stages[0].op = kernels::score_op::causal;
-  a.stages[0].value = -3.0;
-  a.stages[1].op = kernels::score_op::divide;
-  a.stages[1].value = 2.0;
+  set_stages(a, kernels::score_op::causal, -3.0, kernels::score_op::divide, 2.0);
   check(p, a, out);
 }
 
 TEST_CASE("fused attention backward: padding mask per batch, a fully masked (NaN) row") {
   problem p = make(2, 33, 66, 3, 2, 3);
-  // key j is padding in batch b when j >= 60 - 7 b; batch 1 row 5 fully masked
-  auto masked = [](std::size_t b, std::size_t i, std::size_t j) { return j >= 60 - 7 * b || (b == 1 && i == 5); };
-  std::unique_ptr<bool[]> mask(new bool[2 * 33 * 66]);
-  for (std::size_t b = 0; b < 2; ++b)
-    for (std::size_t i = 0; i < 33; ++i)
-      for (std::size_t j = 0; j < 66; ++j) mask[(b * 33 + i) * 66 + j] = masked(b, i, j);
-  p.f = [=](double x, std::size_t b, std::size_t i, std::size_t j) { return masked(b, i, j) ? ninf : x * 0.7; };
+  p.f = [](double x, std::size_t b, std::size_t i, std::size_t j) { return padded(b, i, j) ? ninf : x * 0.7; };
   std::vector<double> out;
   auto a = args_for(p, out);
-  a.n_stages = 2;
-  a.stages[0].op = kernels::score_op::multiply;
-  a.stages[0].value = 0.7;
-  a.stages[1].op = kernels::score_op::mask;
-  a.stages[1].value = ninf;
-  a.stages[1].mask = mask.get();
-  a.stages[1].mask_batch[0] = 33 * 66;
-  a.stages[1].mask_row = 66;
-  a.stages[1].mask_col = 1;
+  const auto mask = set_padding(a, p);
   check(p, a, out, 1);
 }
 
