@@ -20,16 +20,19 @@
 ///
 /// Gradients are written with the strides of their operands (dQ like Q, dK
 /// like K, dV like V, dO read like O), so a broadcast batch dim (stride 0)
-/// of K or V sums its gradient over that dim. Runs on one thread.
+/// of Q, K or V sums its gradient over that dim. OpenMP over batch indices
+/// (one thread when a broadcast batch dim makes them share a gradient).
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "dimsum/kernels/attention.hpp"
+#include "dimsum/kernels/threads.hpp"
 
 namespace dimsum::kernels {
 
@@ -126,71 +129,104 @@ struct attention_backward_kernel {
       }
   }
 
+  /// Whether two batch indices share an element of q, k or v (a broadcast
+  /// batch dim): then their gradients add into one place and batch indices
+  /// must run one after another.
+  bool shares_operands() const {
+    for (std::size_t d = 0; d < a.batch_rank; ++d)
+      if (a.batch_extents[d] > 1 && (a.q_batch[d] == 0 || a.k_batch[d] == 0 || a.v_batch[d] == 0)) return true;
+    return false;
+  }
+
   void run(const attention_grad_args<T>& g) const {
     const std::size_t nb = a.batch_size();
-    // Zero dK and dV (a broadcast batch dim zeroes the same place again).
-    for (std::size_t bi = 0; bi < nb; ++bi)
+    // Zero dQ, dK and dV (a broadcast batch dim zeroes the same place again).
+    for (std::size_t bi = 0; bi < nb; ++bi) {
+      for (std::size_t i = 0; i < a.nq; ++i)
+        for (std::size_t d = 0; d < a.dk; ++d)
+          g.dq[a.batch_offset(a.q_batch, bi) + std::ptrdiff_t(i) * a.q_row + std::ptrdiff_t(d) * a.q_col] = T(0);
       for (std::size_t j = 0; j < a.nk; ++j) {
         for (std::size_t d = 0; d < a.dk; ++d)
           g.dk[a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j) * a.k_row + std::ptrdiff_t(d) * a.k_col] = T(0);
         for (std::size_t c = 0; c < a.dv; ++c)
           g.dv[a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col] = T(0);
       }
+    }
+#ifdef _OPENMP
+    const int team = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(1, num_threads())), nb));
+    if (team > 1 && !shares_operands()) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+      for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(nb); ++bi) run_batch(g, static_cast<std::size_t>(bi));
+      return;
+    }
+#endif
+    for (std::size_t bi = 0; bi < nb; ++bi) run_batch(g, bi);
+  }
+
+  /// The gradients' contributions of batch index bi (added to dQ, dK, dV).
+  void run_batch(const attention_grad_args<T>& g, std::size_t bi) const {
+    const T* qb = a.q + a.batch_offset(a.q_batch, bi);
+    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
+    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    const std::ptrdiff_t ob = a.batch_offset(a.out_batch, bi);
+    T* dqb = g.dq + a.batch_offset(a.q_batch, bi);
+    T* dkb = g.dk + a.batch_offset(a.k_batch, bi);
+    T* dvb = g.dv + a.batch_offset(a.v_batch, bi);
+    auto q_el = [&](std::size_t i, std::size_t d) { return std::ptrdiff_t(i) * a.q_row + std::ptrdiff_t(d) * a.q_col; };
+    auto k_el = [&](std::size_t j, std::size_t d) { return std::ptrdiff_t(j) * a.k_row + std::ptrdiff_t(d) * a.k_col; };
+    auto v_el = [&](std::size_t j, std::size_t c) { return std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col; };
+    auto o_el = [&](std::size_t i, std::size_t c) { return ob + std::ptrdiff_t(i) * a.out_row + std::ptrdiff_t(c) * a.out_col; };
     std::vector<T> dsum(BR), p(BR * BC), ds(BR * BC), dqt(BR * a.dk);
-    for (std::size_t bi = 0; bi < nb; ++bi)
-      for (std::size_t i0 = 0; i0 < a.nq; i0 += BR) {
-        const std::size_t rows = std::min(BR, a.nq - i0);
-        for (std::size_t r = 0; r < rows; ++r) {  // D = rowsum(dO * O)
-          T s = T(0);
-          for (std::size_t c = 0; c < a.dv; ++c) {
-            const std::ptrdiff_t o = out_off(bi, i0 + r, c);
-            s += g.dout[o] * a.out[o];
-          }
-          dsum[r] = s;
-        }
-        std::fill(dqt.begin(), dqt.end(), T(0));
-        const std::size_t end = key_end(i0 + rows - 1);
-        for (std::size_t j0 = 0; j0 < end; j0 += BC) {
-          const std::size_t n = std::min(BC, end - j0);
-          for (std::size_t r = 0; r < rows; ++r) {
-            const std::size_t i = i0 + r;
-            const T lse = g.lse[bi * a.nq + i];
-            for (std::size_t jj = 0; jj < n; ++jj) {
-              const std::size_t j = j0 + jj;
-              T x, gd;
-              score(raw_score(bi, i, j), bi, i, j, x, gd);
-              const T pr = std::exp(x - lse);  // all -inf row: NaN
-              T dp = T(0);  // dP = dO Vᵀ
-              for (std::size_t c = 0; c < a.dv; ++c) dp += g.dout[out_off(bi, i, c)] * v_at(bi, j, c);
-              p[r * BC + jj] = pr;
-              // masked_fill's backward: exactly 0 where the mask replaced the score
-              ds[r * BC + jj] = gd == T(0) ? T(0) : gd * (pr * (dp - dsum[r]));
-            }
-          }
+    for (std::size_t i0 = 0; i0 < a.nq; i0 += BR) {
+      const std::size_t rows = std::min(BR, a.nq - i0);
+      for (std::size_t r = 0; r < rows; ++r) {  // D = rowsum(dO * O)
+        T s = T(0);
+        for (std::size_t c = 0; c < a.dv; ++c) s += g.dout[o_el(i0 + r, c)] * a.out[o_el(i0 + r, c)];
+        dsum[r] = s;
+      }
+      std::fill(dqt.begin(), dqt.end(), T(0));
+      const std::size_t end = key_end(i0 + rows - 1);
+      for (std::size_t j0 = 0; j0 < end; j0 += BC) {
+        const std::size_t n = std::min(BC, end - j0);
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::size_t i = i0 + r;
+          const T lse = g.lse[bi * a.nq + i];
           for (std::size_t jj = 0; jj < n; ++jj) {
             const std::size_t j = j0 + jj;
-            for (std::size_t c = 0; c < a.dv; ++c) {  // dV += Pᵀ dO
-              T s = T(0);
-              for (std::size_t r = 0; r < rows; ++r) s += p[r * BC + jj] * g.dout[out_off(bi, i0 + r, c)];
-              g.dv[a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col] += s;
-            }
-            for (std::size_t d = 0; d < a.dk; ++d) {  // dK += dSᵀ Q
-              T s = T(0);
-              for (std::size_t r = 0; r < rows; ++r) s += ds[r * BC + jj] * q_at(bi, i0 + r, d);
-              g.dk[a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j) * a.k_row + std::ptrdiff_t(d) * a.k_col] += s;
-            }
+            T raw = T(0);
+            for (std::size_t d = 0; d < a.dk; ++d) raw += qb[q_el(i, d)] * kb[k_el(j, d)];
+            T x, gd;
+            score(raw, bi, i, j, x, gd);
+            const T pr = std::exp(x - lse);  // all -inf row: NaN
+            T dp = T(0);  // dP = dO Vᵀ
+            for (std::size_t c = 0; c < a.dv; ++c) dp += g.dout[o_el(i, c)] * vb[v_el(j, c)];
+            p[r * BC + jj] = pr;
+            // masked_fill's backward: exactly 0 where the mask replaced the score
+            ds[r * BC + jj] = gd == T(0) ? T(0) : gd * (pr * (dp - dsum[r]));
           }
-          for (std::size_t r = 0; r < rows; ++r)  // dQ += dS K
-            for (std::size_t jj = 0; jj < n; ++jj) {
-              const T d_s = ds[r * BC + jj];
-              for (std::size_t d = 0; d < a.dk; ++d) dqt[r * a.dk + d] += d_s * k_at(bi, j0 + jj, d);
-            }
         }
-        for (std::size_t r = 0; r < rows; ++r)
-          for (std::size_t d = 0; d < a.dk; ++d)
-            g.dq[a.batch_offset(a.q_batch, bi) + std::ptrdiff_t(i0 + r) * a.q_row + std::ptrdiff_t(d) * a.q_col] =
-                dqt[r * a.dk + d];
+        for (std::size_t jj = 0; jj < n; ++jj) {
+          const std::size_t j = j0 + jj;
+          for (std::size_t c = 0; c < a.dv; ++c) {  // dV += Pᵀ dO
+            T s = T(0);
+            for (std::size_t r = 0; r < rows; ++r) s += p[r * BC + jj] * g.dout[o_el(i0 + r, c)];
+            dvb[v_el(j, c)] += s;
+          }
+          for (std::size_t d = 0; d < a.dk; ++d) {  // dK += dSᵀ Q
+            T s = T(0);
+            for (std::size_t r = 0; r < rows; ++r) s += ds[r * BC + jj] * qb[q_el(i0 + r, d)];
+            dkb[k_el(j, d)] += s;
+          }
+        }
+        for (std::size_t r = 0; r < rows; ++r)  // dQ += dS K
+          for (std::size_t jj = 0; jj < n; ++jj) {
+            const T d_s = ds[r * BC + jj];
+            for (std::size_t d = 0; d < a.dk; ++d) dqt[r * a.dk + d] += d_s * kb[k_el(j0 + jj, d)];
+          }
       }
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t d = 0; d < a.dk; ++d) dqb[q_el(i0 + r, d)] += dqt[r * a.dk + d];
+    }
   }
 };
 
