@@ -86,6 +86,7 @@ def main():
     case("rearrange", lambda x: x.reshape(2, 2, 3).permute(1, 0, 2), {"x": rand(2, 6)})
     training_ops()
     seed000()
+    fused_attention()
 
 
 def training_ops():
@@ -144,6 +145,28 @@ def seed000():
     for n in names:
         save(f"seed000_grad_{n}", p[n].grad)
     save("seed000_grad_x", x.grad)
+
+
+def fused_attention():
+    """The chain the fused attention kernel runs (issue 12, item 3):
+    softmax(mask(scale * q k^T)) v, batch-major [b, i, d]. Odd lengths cross
+    the kernel's query (32) and key (64) tiles; the masks are rebuilt by the
+    same formulas in tests/unit/grad_fused_attention.cpp."""
+    def attn(q, k, v, mask, scale, value):
+        s = torch.einsum("bid,bjd->bij", q, k) * scale
+        return torch.einsum("bij,bjc->bic", torch.softmax(s.masked_fill(mask, value), -1), v)
+    b, nq, nk = 2, 37, 70
+    causal = torch.triu(torch.ones(nq, nk, dtype=torch.bool), diagonal=1)
+    case("fused_attn_causal", lambda q, k, v: attn(q, k, v, causal, 0.5, float("-inf")),
+         {"q": rand(b, nq, 5), "k": rand(b, nk, 5), "v": rand(b, nk, 3)})
+    case("fused_attn_causal_finite", lambda q, k, v: attn(q, k, v, causal, 0.5, -3.0),
+         {"q": rand(b, nq, 5), "k": rand(b, nk, 5), "v": rand(b, nk, 3)})
+    pad = torch.zeros(b, nq, nk, dtype=torch.bool)
+    for bi in range(b):
+        pad[bi, :, 60 - 7 * bi:] = True  # padding keys
+    pad[1, 5, :] = True  # every key of batch 1's query 5 masked: a NaN row
+    case("fused_attn_padding", lambda q, k, v: attn(q, k, v, pad, 0.7, float("-inf")),
+         {"q": rand(b, nq, 5), "k": rand(b, nk, 5), "v": rand(b, nk, 3)})
 
 
 if __name__ == "__main__":

@@ -105,9 +105,12 @@ struct score_labels {
   }
 };
 
-/// Runs the fused kernel for the outer einsum e into dst (in e's dims).
-template <class E, class T, std::size_t R>
-void run(const E& e, const strided<T, R>& dst) {
+/// Gathers the kernel's arguments for the outer einsum e with output dst
+/// (in e's dims) and calls call(args) while the materialised operands and
+/// masks are alive. The forward (`run`) and the fused backward
+/// (grad/rules/attention.hpp) share it, so both read the same strides.
+template <class E, class T, std::size_t R, class F>
+void with_args(const E& e, const strided<T, R>& dst, F&& call) {
   using M = match<bare<E>>;
   constexpr shape_facts f = M::facts;
   const auto& p = std::get<M::p_index>(e.operands());
@@ -174,7 +177,13 @@ void run(const E& e, const strided<T, R>& dst) {
     args.out_row = dst.strides[find_name(OL::names, f.q)];
     args.out_col = dst.strides[find_name(OL::names, f.dv)];
   }
-  with_stages(scores, args, labels, [&] { kernels::attention(args); });
+  with_stages(scores, args, labels, [&] { call(args); });
+}
+
+/// Runs the fused kernel for the outer einsum e into dst (in e's dims).
+template <class E, class T, std::size_t R>
+void run(const E& e, const strided<T, R>& dst) {
+  with_args(e, dst, [](const kernels::attention_args<T>& args) { kernels::attention(args); });
 }
 
 }  // namespace dimsum::detail::fused

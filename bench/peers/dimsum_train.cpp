@@ -1,0 +1,101 @@
+// One training step of seed 000's causal attention layer with dimsum:
+// forward on grad vars (the attention as one fused node,
+// grad::fused_attention), backward, AdamW (PyTorch defaults) -- the dimsum
+// entry of bench/compare's "train" kind.
+//
+//   dimsum_train B P M H D [reps] [--out file.f32]
+//
+// The loss is sum(out * R) with R from bench/peers/inputs.hpp's generator
+// (salt 9). Prints peak_extra_mib and median_ms of one step; with --out,
+// writes the first step's gradients as raw float32 in the order W_Q, W_K,
+// W_V, W_O, b_Q, b_K, b_V, b_O (bench/compare checks them against PyTorch).
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <dimsum/dimsum.hpp>
+#include <dimsum/training.hpp>
+
+#include "inputs.hpp"
+
+using dimsum::einsum;
+using dimsum::parameter;
+using dimsum::rename;
+using dimsum::tensor;
+
+DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_model);
+DIMSUM_DIM(nheads);
+DIMSUM_DIM(d_head);
+
+struct layer {
+  BOOST_HANA_DEFINE_STRUCT(layer, (parameter<float, nheads, d_model, d_head>, W_Q),
+                           (parameter<float, nheads, d_model, d_head>, W_K),
+                           (parameter<float, nheads, d_model, d_head>, W_V),
+                           (parameter<float, nheads, d_head, d_model>, W_O), (parameter<float, nheads, d_head>, b_Q),
+                           (parameter<float, nheads, d_head>, b_K), (parameter<float, nheads, d_head>, b_V),
+                           (parameter<float, d_model>, b_O));
+};
+
+template <class T>
+T from(const std::vector<float>& v, T t) {
+  std::copy(v.begin(), v.end(), t.data());
+  return t;
+}
+
+int main(int argc, char** argv) {
+  const bench::peer_args args = bench::parse_args(argc, argv);
+  if (!args.ok) return 2;
+  const bench::attention_shape s = args.shape;
+  bench::attention_inputs in(s);
+  const batch B{s.b};
+  const posn P{s.p};
+  const d_model M{s.m};
+  const nheads H{s.h};
+  const d_head D{s.d};
+  const auto x = from(in.x, tensor<float, batch, posn, d_model>(B, P, M));
+  const auto R = from(bench::make_input(s.b * s.p * s.m, 9, 1.0), tensor<float, batch, posn, d_model>(B, P, M));
+  layer w{};
+  w.W_Q.value = from(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D));
+  w.W_K.value = from(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D));
+  w.W_V.value = from(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D));
+  w.W_O.value = from(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M));
+  w.b_Q.value = from(in.b_Q, tensor<float, nheads, d_head>(H, D));
+  w.b_K.value = from(in.b_K, tensor<float, nheads, d_head>(H, D));
+  w.b_V.value = from(in.b_V, tensor<float, nheads, d_head>(H, D));
+  w.b_O.value = from(in.b_O, tensor<float, d_model>(M));
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  const float inf = std::numeric_limits<float>::infinity();
+  dimsum::optim::adamw opt;
+  std::vector<float> grads;
+  auto step = [&] {
+    dimsum::nn::zero_grad(w);
+    dimsum::grad::tape t;
+    auto xv = t.constant(x);
+    auto q = rename<posn, q_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_Q)) + t.watch(w.b_Q));
+    auto k = rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_K)) + t.watch(w.b_K));
+    auto v = rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_V)) + t.watch(w.b_V));
+    auto z = dimsum::grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
+      return einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
+          dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
+              einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale,
+              -inf)),
+          v);
+    });
+    auto out = einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, t.watch(w.W_O)) +
+               t.watch(w.b_O);
+    t.backward(dimsum::sum<batch, q_posn, d_model>(out * rename<posn, q_posn>(R)));
+    if (grads.empty())
+      dimsum::nn::for_each_parameter(w, [&](const auto&, auto& p) {
+        grads.insert(grads.end(), p.grad.data(), p.grad.data() + p.grad.size());
+      });
+    opt.step(w);
+  };
+  step();  // the first step's gradients, before any update
+  const std::vector<float> first = grads;
+  const int rc = bench::time_and_write(args, step, [&] { return first.data(); }, first.size());
+  return rc;
+}

@@ -1,0 +1,372 @@
+// The fused attention backward (kernels/attention_backward.hpp) against
+// central finite differences in double of a plain-loops forward: odd
+// lengths crossing the kernel's query (32) and key (64) tiles, a scale
+// stage, a causal mask with -inf (key tiles skipped) and with a finite
+// value (kept), a per-batch padding mask with a fully masked (NaN) row.
+// Also the saved row statistics (logsumexp) against plain loops, and the
+// kernel's forward output fed to the backward. And the same backward
+// against PyTorch float64 autograd of the unfused chain (fixtures written by
+// tests/reference/make_grad_fixtures.py, fused_attention()). And on the
+// tape: grad::fused_attention records one node whose gradients equal
+// PyTorch's and the unfused chain of var operations'.
+
+#include <dimsum/kernels/attention.hpp>
+#include <dimsum/kernels/attention_backward.hpp>
+#include <dimsum/grad/grad.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "golden.hpp"
+
+namespace {
+
+using namespace dimsum;
+
+constexpr double ninf = -std::numeric_limits<double>::infinity();
+
+struct problem {
+  std::size_t b, nq, nk, d, dv;
+  // f(raw, b, i, j): the score after the stages, as plain code
+  std::function<double(double, std::size_t, std::size_t, std::size_t)> f;
+  std::vector<double> q, k, v, dout;
+};
+
+/// Plain-loops forward: out[b, i, c] and lse[b, i]; layout [b, i, d].
+void forward(const problem& p, const std::vector<double>& q, const std::vector<double>& k,
+             const std::vector<double>& v, std::vector<double>& out, std::vector<double>& lse) {
+  out.assign(p.b * p.nq * p.dv, 0.0);
+  lse.assign(p.b * p.nq, 0.0);
+  std::vector<double> s(p.nk);
+  for (std::size_t b = 0; b < p.b; ++b)
+    for (std::size_t i = 0; i < p.nq; ++i) {
+      double m = ninf;
+      for (std::size_t j = 0; j < p.nk; ++j) {
+        double raw = 0;
+        for (std::size_t d = 0; d < p.d; ++d) raw += q[(b * p.nq + i) * p.d + d] * k[(b * p.nk + j) * p.d + d];
+        s[j] = p.f(raw, b, i, j);
+        m = std::max(m, s[j]);
+      }
+      double l = 0;
+      for (std::size_t j = 0; j < p.nk; ++j) l += std::exp(s[j] - m);  // all -inf: NaN
+      lse[b * p.nq + i] = m == ninf ? ninf : m + std::log(l);
+      for (std::size_t j = 0; j < p.nk; ++j) {
+        const double w = std::exp(s[j] - m) / l;
+        for (std::size_t c = 0; c < p.dv; ++c) out[(b * p.nq + i) * p.dv + c] += w * v[(b * p.nk + j) * p.dv + c];
+      }
+    }
+}
+
+/// L = sum dO * out over the rows that are not NaN (a NaN row is constant
+/// for q and k: PyTorch's masked_fill backward gives them 0).
+double loss(const problem& p, const std::vector<double>& q, const std::vector<double>& k,
+            const std::vector<double>& v) {
+  std::vector<double> out, lse;
+  forward(p, q, k, v, out, lse);
+  double l = 0;
+  for (std::size_t x = 0; x < out.size(); ++x)
+    if (!std::isnan(out[x])) l += p.dout[x] * out[x];
+  return l;
+}
+
+std::vector<double> finite_difference(const problem& p, int which) {
+  std::vector<double> q = p.q, k = p.k, v = p.v;
+  std::vector<double>& x = which == 0 ? q : which == 1 ? k : v;
+  std::vector<double> g(x.size());
+  const double h = 1e-6;
+  for (std::size_t n = 0; n < x.size(); ++n) {
+    const double x0 = x[n];
+    x[n] = x0 + h;
+    const double up = loss(p, q, k, v);
+    x[n] = x0 - h;
+    const double down = loss(p, q, k, v);
+    x[n] = x0;
+    g[n] = (up - down) / (2 * h);
+  }
+  return g;
+}
+
+problem make(std::size_t b, std::size_t nq, std::size_t nk, std::size_t d, std::size_t dv, unsigned seed) {
+  problem p{b, nq, nk, d, dv, {}, {}, {}, {}, {}};
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (auto* vec : {&p.q, &p.k}) {
+    vec->resize(b * (vec == &p.q ? nq : nk) * d);
+    for (double& x : *vec) x = u(gen);
+  }
+  p.v.resize(b * nk * dv);
+  for (double& x : p.v) x = u(gen);
+  p.dout.resize(b * nq * dv);
+  for (double& x : p.dout) x = u(gen);
+  return p;
+}
+
+kernels::attention_args<double> args_for(const problem& p, std::vector<double>& out) {
+  kernels::attention_args<double> a;
+  a.q = p.q.data();
+  a.k = p.k.data();
+  a.v = p.v.data();
+  out.assign(p.b * p.nq * p.dv, 0.0);
+  a.out = out.data();
+  a.nq = p.nq;
+  a.nk = p.nk;
+  a.dk = p.d;
+  a.dv = p.dv;
+  a.q_row = std::ptrdiff_t(p.d);
+  a.q_col = 1;
+  a.k_row = std::ptrdiff_t(p.d);
+  a.k_col = 1;
+  a.v_row = std::ptrdiff_t(p.dv);
+  a.v_col = 1;
+  a.out_row = std::ptrdiff_t(p.dv);
+  a.out_col = 1;
+  a.batch_rank = 1;
+  a.batch_extents[0] = p.b;
+  a.q_batch[0] = std::ptrdiff_t(p.nq * p.d);
+  a.k_batch[0] = std::ptrdiff_t(p.nk * p.d);
+  a.v_batch[0] = std::ptrdiff_t(p.nk * p.dv);
+  a.out_batch[0] = std::ptrdiff_t(p.nq * p.dv);
+  return a;
+}
+
+/// Two score stages: op0 then op1.
+void set_stages(kernels::attention_args<double>& a, kernels::score_op op0, double v0, kernels::score_op op1,
+                double v1) {
+  a.n_stages = 2;
+  a.stages[0].op = op0;
+  a.stages[0].value = v0;
+  a.stages[1].op = op1;
+  a.stages[1].value = v1;
+}
+
+/// The padding cases' mask: key j is padding in batch b when j >= 60 - 7 b,
+/// and batch 1's query 5 has every key masked (a NaN row).
+bool padded(std::size_t b, std::size_t i, std::size_t j) { return j >= 60 - 7 * b || (b == 1 && i == 5); }
+
+/// Stages `* 0.7` then the padding mask with -inf; returns the mask buffer
+/// (keep it alive while `a` is used).
+std::unique_ptr<bool[]> set_padding(kernels::attention_args<double>& a, const problem& p) {
+  std::unique_ptr<bool[]> mask(new bool[p.b * p.nq * p.nk]);
+  for (std::size_t b = 0; b < p.b; ++b)
+    for (std::size_t i = 0; i < p.nq; ++i)
+      for (std::size_t j = 0; j < p.nk; ++j) mask[(b * p.nq + i) * p.nk + j] = padded(b, i, j);
+  set_stages(a, kernels::score_op::multiply, 0.7, kernels::score_op::mask, ninf);
+  a.stages[1].mask = mask.get();
+  a.stages[1].mask_batch[0] = std::ptrdiff_t(p.nq * p.nk);
+  a.stages[1].mask_row = std::ptrdiff_t(p.nk);
+  a.stages[1].mask_col = 1;
+  return mask;
+}
+
+void close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0;
+  for (std::size_t n = 0; n < got.size(); ++n)
+    if (!(std::abs(got[n] - want[n]) <= tol * (1 + std::abs(want[n])))) {
+      if (bad < 5) UNSCOPED_INFO("at " << n << ": got " << got[n] << ", want " << want[n]);
+      ++bad;
+    }
+  CHECK(bad == 0);
+}
+
+/// Runs the kernel forward, the row statistics and the backward on `a`
+/// (stages set), and checks them against the plain loops and finite
+/// differences. `nan_batch`: a batch index whose dV must be all NaN.
+void check(problem& p, kernels::attention_args<double>& a, std::vector<double>& out, std::size_t nan_batch = ~0u) {
+  kernels::attention(a);
+  std::vector<double> ref_out, ref_lse;
+  forward(p, p.q, p.k, p.v, ref_out, ref_lse);
+  std::vector<double> lse(p.b * p.nq);
+  kernels::attention_row_stats(a, lse.data());
+  for (std::size_t n = 0; n < lse.size(); ++n) {
+    if (std::isnan(ref_out[n * p.dv])) {
+      CHECK(lse[n] == ninf);
+      CHECK(std::isnan(out[n * p.dv]));
+    } else {
+      CHECK(std::abs(lse[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
+    }
+  }
+  std::vector<double> dq(p.q.size(), -7), dk(p.k.size(), -7), dv(p.v.size(), -7);
+  kernels::attention_backward(kernels::attention_grad_args<double>{&a, lse.data(), p.dout.data(), dq.data(), dk.data(), dv.data()});
+  close(dq, finite_difference(p, 0), 1e-6);
+  close(dk, finite_difference(p, 1), 1e-6);
+  if (nan_batch == ~0u) {
+    close(dv, finite_difference(p, 2), 1e-6);
+  } else {
+    const std::vector<double> fd = finite_difference(p, 2);
+    for (std::size_t n = 0; n < dv.size(); ++n) {
+      if (n / (p.nk * p.dv) == nan_batch)
+        CHECK(std::isnan(dv[n]));  // P of the NaN row times dO, as PyTorch
+      else
+        CHECK(std::abs(dv[n] - fd[n]) <= 1e-6 * (1 + std::abs(fd[n])));
+    }
+  }
+}
+
+DIMSUM_DIM(batch);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head);
+DIMSUM_DIM(d_value);
+
+template <class TT>
+std::vector<double> fixture_data(const std::string& name) {
+  const TT t = golden::load<TT>("grad/" + name + ".npy");
+  return std::vector<double>(t.data(), t.data() + t.size());
+}
+
+/// The kernel's backward of fixture case `name` (stages already in `a`, the
+/// problem's data loaded from the fixture) against PyTorch's gradients; NaN
+/// must match NaN.
+void check_torch(const std::string& name, problem& p, kernels::attention_args<double>& a) {
+  kernels::attention(a);
+  std::vector<double> lse(p.b * p.nq);
+  kernels::attention_row_stats(a, lse.data());
+  std::vector<double> dq(p.q.size()), dk(p.k.size()), dv(p.v.size());
+  kernels::attention_backward(kernels::attention_grad_args<double>{&a, lse.data(), p.dout.data(), dq.data(), dk.data(), dv.data()});
+  const std::vector<double> want[3] = {
+      fixture_data<tensor<double, batch, q_posn, d_head>>(name + "_grad_q"),
+      fixture_data<tensor<double, batch, k_posn, d_head>>(name + "_grad_k"),
+      fixture_data<tensor<double, batch, k_posn, d_value>>(name + "_grad_v")};
+  const std::vector<double>* got[3] = {&dq, &dk, &dv};
+  for (int w = 0; w < 3; ++w) {
+    INFO(name << " gradient " << "qkv"[w]);
+    REQUIRE(got[w]->size() == want[w].size());
+    std::size_t bad = 0;
+    for (std::size_t n = 0; n < want[w].size(); ++n) {
+      const double g = (*got[w])[n], e = want[w][n];
+      if (std::isnan(e) ? !std::isnan(g) : !(std::abs(g - e) <= 1e-12 * (1 + std::abs(e)))) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+problem from_fixture(const std::string& name) {
+  problem p{2, 37, 70, 5, 3, {}, {}, {}, {}, {}};
+  p.q = fixture_data<tensor<double, batch, q_posn, d_head>>(name + "_q");
+  p.k = fixture_data<tensor<double, batch, k_posn, d_head>>(name + "_k");
+  p.v = fixture_data<tensor<double, batch, k_posn, d_value>>(name + "_v");
+  p.dout = fixture_data<tensor<double, batch, q_posn, d_value>>(name + "_r");
+  REQUIRE(p.q.size() == 2 * 37 * 5);
+  REQUIRE(p.k.size() == 2 * 70 * 5);
+  REQUIRE(p.v.size() == 2 * 70 * 3);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("fused attention backward equals PyTorch autograd of the unfused chain (float64 fixtures)") {
+  for (double value : {ninf, -3.0}) {
+    const std::string name = value == ninf ? "fused_attn_causal" : "fused_attn_causal_finite";
+    problem p = from_fixture(name);
+    std::vector<double> out;
+    auto a = args_for(p, out);
+    set_stages(a, kernels::score_op::multiply, 0.5, kernels::score_op::causal, value);
+    check_torch(name, p, a);
+  }
+  {
+    problem p = from_fixture("fused_attn_padding");
+    std::vector<double> out;
+    auto a = args_for(p, out);
+    const auto mask = set_padding(a, p);
+    check_torch("fused_attn_padding", p, a);
+  }
+}
+
+TEST_CASE("fused attention backward: scale and causal -inf, tiles crossed and skipped") {
+  problem p = make(2, 70, 70, 5, 3, 1);
+  const double scale = 1 / std::sqrt(5.0);
+  p.f = [=](double x, std::size_t, std::size_t i, std::size_t j) { return j > i ? ninf : x * scale; };
+  std::vector<double> out;
+  auto a = args_for(p, out);
+  set_stages(a, kernels::score_op::multiply, scale, kernels::score_op::causal, ninf);
+  check(p, a, out);
+}
+
+TEST_CASE("fused attention backward: causal with a finite masked value, divide after the mask") {
+  problem p = make(1, 37, 67, 4, 6, 2);
+  p.f = [](double x, std::size_t, std::size_t i, std::size_t j) { return (j > i ? -3.0 : x) / 2.0; };
+  std::vector<double> out;
+  auto a = args_for(p, out);
+  set_stages(a, kernels::score_op::causal, -3.0, kernels::score_op::divide, 2.0);
+  check(p, a, out);
+}
+
+TEST_CASE("fused attention backward: padding mask per batch, a fully masked (NaN) row") {
+  problem p = make(2, 33, 66, 3, 2, 3);
+  p.f = [](double x, std::size_t b, std::size_t i, std::size_t j) { return padded(b, i, j) ? ninf : x * 0.7; };
+  std::vector<double> out;
+  auto a = args_for(p, out);
+  const auto mask = set_padding(a, p);
+  check(p, a, out, 1);
+}
+
+namespace {
+
+template <class Q, class K, class V>
+auto causal_chain(const Q& q, const K& k, const V& v, double value) {
+  return einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(
+      softmax<k_posn>(causal_mask<q_posn, k_posn>(
+          einsum<"batch q_posn d_head, batch k_posn d_head -> batch q_posn k_posn">(q, k) * 0.5, value)),
+      v);
+}
+
+}  // namespace
+
+TEST_CASE("grad::fused_attention: one tape node; gradients equal PyTorch's and the unfused chain's") {
+  using QT = tensor<double, batch, q_posn, d_head>;
+  using KT = tensor<double, batch, k_posn, d_head>;
+  using VT = tensor<double, batch, k_posn, d_value>;
+  using OT = tensor<double, batch, q_posn, d_value>;
+  for (double value : {ninf, -3.0}) {
+    const std::string name = value == ninf ? "fused_attn_causal" : "fused_attn_causal_finite";
+    INFO(name);
+    const QT q0 = golden::load<QT>("grad/" + name + "_q.npy");
+    const KT k0 = golden::load<KT>("grad/" + name + "_k.npy");
+    const VT v0 = golden::load<VT>("grad/" + name + "_v.npy");
+    const OT r = golden::load<OT>("grad/" + name + "_r.npy");
+    static_assert(uses_fused_attention_v<decltype(causal_chain(q0, k0, v0, value))>);
+
+    grad::tape fused;
+    auto q = fused.watch(q0);
+    auto k = fused.watch(k0);
+    auto v = fused.watch(v0);
+    const std::size_t leaves = fused.size();
+    auto z = grad::fused_attention(q, k, v, [value](const auto& q, const auto& k, const auto& v) {
+      return causal_chain(q, k, v, value);
+    });
+    CHECK(fused.size() == leaves + 1);  // one fused node: the scores never materialised
+    fused.backward(sum<batch, q_posn, d_value>(z * r));
+    golden::check(gradient(q), "grad/" + name + "_grad_q.npy", 1e-12, 1e-12);
+    golden::check(gradient(k), "grad/" + name + "_grad_k.npy", 1e-12, 1e-12);
+    golden::check(gradient(v), "grad/" + name + "_grad_v.npy", 1e-12, 1e-12);
+
+    grad::tape unfused;
+    auto uq = unfused.watch(q0);
+    auto uk = unfused.watch(k0);
+    auto uv = unfused.watch(v0);
+    auto uz = causal_chain(uq, uk, uv, value);  // on vars: one node per operation
+    CHECK(unfused.size() > leaves + 1);
+    unfused.backward(sum<batch, q_posn, d_value>(uz * r));
+    const QT gq = gradient(q), ugq = gradient(uq);
+    const KT gk = gradient(k), ugk = gradient(uk);
+    const VT gv = gradient(v), ugv = gradient(uv);
+    auto agree = [](const auto& a, const auto& b) {
+      std::size_t bad = 0;
+      for (std::size_t n = 0; n < a.size(); ++n)
+        if (!(std::abs(a.data()[n] - b.data()[n]) <= 1e-12 * (1 + std::abs(b.data()[n])))) ++bad;
+      return bad;
+    };
+    CHECK(agree(gq, ugq) == 0);
+    CHECK(agree(gk, ugk) == 0);
+    CHECK(agree(gv, ugv) == 0);
+  }
+}
