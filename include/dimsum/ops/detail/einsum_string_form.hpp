@@ -14,6 +14,7 @@
 #include <utility>
 
 #include <dimsum/core/einsum_string.hpp>
+#include <dimsum/ops/detail/einsum_ellipsis.hpp>
 #include <dimsum/ops/einsum.hpp>  // make_einsum; einsum.hpp includes this header back at its end
 #include <dimsum/ops/regroup.hpp>
 
@@ -504,6 +505,22 @@ auto einsum_string_args(Args&&... args) {
     }
     return npos;
   }();
+  if constexpr (has_ellipsis(S.view()) && foreign == npos && ordered && n_ops > 0) {
+    // `...`: rewrite the string with the operands' dim names, then go on.
+    using All = std::tuple<std::remove_cvref_t<Args>...>;
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      if constexpr ((is_invalid_v<std::tuple_element_t<J, All>> || ...)) {
+        return invalid_expression{};
+      } else if constexpr (ellipsis_expansion_v<S, dims_of_t<std::tuple_element_t<J, All>>...>.error !=
+                           ellipsis_error::none) {
+        report_ellipsis<S, dims_of_t<std::tuple_element_t<J, All>>...>();
+        return invalid_expression{};
+      } else {
+        return einsum_string_args<expanded_einsum_v<S, dims_of_t<std::tuple_element_t<J, All>>...>, Rearrange>(
+            std::forward<Args>(args)...);
+      }
+    }(std::make_index_sequence<n_ops>{});
+  } else {
   static constexpr const parsed_einsum& p = parsed_v<S>;
   if constexpr (p.error != einsum_parse_error::none) {
     report_einsum_syntax<S>();
@@ -534,6 +551,7 @@ auto einsum_string_args(Args&&... args) {
         return einsum_string_impl<S, Rearrange>(std::move(ops), extras, std::index_sequence<J...>{});
       }
     }(std::make_index_sequence<n_ops>{}, std::make_index_sequence<sizeof...(Args) - n_ops>{});
+  }
   }
 }
 

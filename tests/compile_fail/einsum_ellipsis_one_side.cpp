@@ -1,0 +1,14 @@
+// '...' in the input term but not in the output.
+// EXPECT: dimsum: '...' appears on one side of '->' only
+// EXPECT: einsum_ellipsis_on_one_side_of_the_arrow_only<dimsum::input_term<0> ?, dimsum::dims<batch, posn, d_model> ?>
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+#ifdef DIMSUM_SHOULD_FAIL
+  auto y = dimsum::rearrange<"... d_model -> d_model">(x);
+#else
+  auto y = dimsum::rearrange<"... d_model -> d_model ...">(x);
+#endif
+  (void)y;
+}

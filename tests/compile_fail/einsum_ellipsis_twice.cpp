@@ -1,0 +1,14 @@
+// '...' twice in one term.
+// EXPECT: dimsum: an einsum term has '...' twice
+// EXPECT: einsum_term_has_two_ellipses<dimsum::input_term<0> ?>
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+#ifdef DIMSUM_SHOULD_FAIL
+  auto y = dimsum::rearrange<"... posn ... -> posn ...">(x);
+#else
+  auto y = dimsum::rearrange<"... posn -> posn ...">(x);
+#endif
+  (void)y;
+}
