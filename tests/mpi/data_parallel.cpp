@@ -115,11 +115,4 @@ TEST_CASE("data-parallel AdamW steps equal single-process training on the whole 
   CHECK(worst < 1e-5);
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  const int rc = Catch::Session().run(argc, argv);
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+#include "mpi_catch_main.hpp"

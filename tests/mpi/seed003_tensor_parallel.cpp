@@ -101,11 +101,4 @@ TEST_CASE("seed 003 cross-attention with a padding mask, heads split over ranks,
   CHECK(worst_w < 1e-6);
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  const int rc = Catch::Session().run(argc, argv);
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+#include "mpi_catch_main.hpp"

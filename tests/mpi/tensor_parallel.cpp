@@ -161,12 +161,4 @@ TEST_CASE("extents that differ between ranks throw on every rank", "[mpi][errors
   }
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  const int rc = Catch::Session().run(argc, argv);
-  // Every rank's verdict: the job fails if any rank failed.
-  int worst = 0;
-  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+#include "mpi_catch_main.hpp"
