@@ -36,7 +36,7 @@ using best_gemm_arch = std::conditional_t<
 namespace dimsum {
 /// The vector instruction set dimsum's kernels (GEMM, fused attention,
 /// softmax rows) were compiled for in this translation unit: "avx512f",
-/// "fma3<avx2>", "avx2" or "scalar". It follows the compiler's target
+/// "fma3+avx2", "avx2" or "scalar". It follows the compiler's target
 /// flags (`-march`); the `dimsum::dimsum` CMake target passes
 /// `-march=native` to its consumers unless configured otherwise
 /// (`DIMSUM_ARCH`). Example: `std::cout << "kernels: " << kernel_isa();`
