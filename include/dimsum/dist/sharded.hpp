@@ -407,6 +407,15 @@ template <axis... As>
 struct axes {
   static constexpr std::array<std::string_view, sizeof...(As)> names{As::name.view()...};
 };
+template <class MeshAxes, class... Ps>
+inline constexpr bool axes_in_mesh = first_axis_not_in_mesh<MeshAxes, Ps...>() == sizeof...(Ps);
+/// Reports the first placement whose axis the mesh lacks.
+template <class MeshAxes, class... Ps>
+void report_axis_not_in_mesh() {
+  using P = std::tuple_element_t<first_axis_not_in_mesh<MeshAxes, Ps...>(), std::tuple<Ps...>>;
+  dimsum::detail::report<
+      sharded_over_a_mesh_axis_the_mesh_lacks<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, MeshAxes>>();
+}
 }  // namespace detail
 
 /// This rank's block of `full` (a tensor every rank holds, e.g. loaded from
@@ -417,11 +426,8 @@ struct axes {
 /// size (`shape_error` naming both).
 template <class... Ps, class T, dimension... Ds, axis... Axes>
 auto shard(const mesh<Axes...>& m, const tensor<T, Ds...>& full) {
-  constexpr std::size_t bad = detail::first_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
-  if constexpr (bad < sizeof...(Ps)) {
-    using P = std::tuple_element_t<bad, std::tuple<Ps...>>;
-    dimsum::detail::report<sharded_over_a_mesh_axis_the_mesh_lacks<diagnostic_name_t<typename P::dim>,
-                                                                     typename P::mesh_axis, detail::axes<Axes...>>>();
+  if constexpr (!detail::axes_in_mesh<detail::axes<Axes...>, Ps...>) {
+    detail::report_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
     return invalid_expression{};
   } else {
     static_assert((is_split_v<Ps> && ...), "dimsum: shard takes split<D, axis> placements");
@@ -451,11 +457,8 @@ auto shard(const mesh<Axes...>& m, const tensor<T, Ds...>& full) {
 /// the others never reach.
 template <class... Ps, class T, dimension... Ds, axis... Axes>
 auto from_local(const mesh<Axes...>& m, tensor<T, Ds...> local) {
-  constexpr std::size_t bad = detail::first_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
-  if constexpr (bad < sizeof...(Ps)) {
-    using P = std::tuple_element_t<bad, std::tuple<Ps...>>;
-    dimsum::detail::report<sharded_over_a_mesh_axis_the_mesh_lacks<diagnostic_name_t<typename P::dim>,
-                                                                     typename P::mesh_axis, detail::axes<Axes...>>>();
+  if constexpr (!detail::axes_in_mesh<detail::axes<Axes...>, Ps...>) {
+    detail::report_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
     return invalid_expression{};
   } else {
     constexpr std::size_t R = sizeof...(Ds);

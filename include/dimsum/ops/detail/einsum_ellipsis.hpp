@@ -134,9 +134,7 @@ constexpr ellipsis_expansion expand_ellipsis(std::string_view s) {
       b = i + 1;
     }
   const std::size_t out_b = arrow + 2 <= s.size() ? arrow + 2 : s.size();
-  // Each input term's ellipsis dims, and their union.
-  std::array<std::array<std::string_view, 32>, 17> ell{};
-  std::array<std::size_t, 17> n_ell{};
+  // The union of the input terms' ellipsis dims (first appearance first).
   std::array<std::string_view, 64> all{};
   std::size_t n_all = 0;
   bool any_input = false;
@@ -152,7 +150,6 @@ constexpr ellipsis_expansion expand_ellipsis(std::string_view s) {
       bool named = false;
       for (std::size_t k = 0; k < tn.n; ++k) named = named || tn.names[k] == name;
       if (named) continue;
-      ell[t][n_ell[t]++] = name;
       bool seen = false;
       for (std::size_t k = 0; k < n_all; ++k) seen = seen || all[k] == name;
       if (!seen && n_all < all.size()) all[n_all++] = name;
