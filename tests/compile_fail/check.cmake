@@ -5,7 +5,19 @@
 #      every `// EXPECT-GCC:` or `// EXPECT-CLANG:` line);
 #   3. the output must hold exactly one `error:` line (one mistake, one error).
 # Inputs: -DCOMPILER= -DSOURCE= -DINCLUDE= -DKIND=GCC|CLANG [-DREPORT=file] [-DCHECK_OK=OFF]
+#         [-DPCH=precompiled header -DPCH_HEADER=the header it was built from]
 separate_arguments(flags UNIX_COMMAND "-std=c++20 -fsyntax-only -Wall -Wextra -Werror -I${INCLUDE}")
+
+# The precompiled pch.hpp (CMakeLists.txt), when it was built: g++ finds the
+# .gch beside PCH_HEADER (-Winvalid-pch makes a stale one an error rather
+# than a silent slow parse); clang reads it with -include-pch.
+if(PCH AND EXISTS "${PCH}")
+  if(KIND STREQUAL "CLANG")
+    list(APPEND flags -include-pch ${PCH})
+  else()
+    list(APPEND flags -Winvalid-pch -include ${PCH_HEADER})
+  endif()
+endif()
 
 # CHECK_OK=OFF skips step 1 (scripts/test's clang stage: the gcc stage ran it).
 if(NOT DEFINED CHECK_OK OR CHECK_OK)
