@@ -68,8 +68,10 @@ struct einsum_string_has_unbalanced_parentheses {
   static_assert(detail::always_false<Pos, Term>, "dimsum: einsum string has an unbalanced or nested parenthesis");
 };
 template <class Pos, class Term>
-struct einsum_string_has_an_empty_group {
-  static_assert(detail::always_false<Pos, Term>, "dimsum: einsum string has an empty group '()'");
+struct einsum_string_has_a_number_other_than_1 {
+  static_assert(detail::always_false<Pos, Term>,
+                "dimsum: einsum string has a number other than 1 (1 is a size-1 axis); name the axis and give its "
+                "extent as a dim after the operands, e.g. repeat<\"h w -> h w c\">(x, c{3})");
 };
 template <class Pos>
 struct einsum_string_has_too_many_labels {
