@@ -144,7 +144,9 @@ struct einsum_dims_must_follow_the_operands {
 };
 template <class Label>
 struct rearrange_drops_a_dim {
-  static_assert(detail::always_false<Label>, "dimsum: rearrange must keep every dim; use einsum or sum to reduce one");
+  static_assert(detail::always_false<Label>,
+                "dimsum: rearrange must keep every dim; to reduce one, use reduce<\"...\", \"sum\"> (or another "
+                "operation), einsum, or sum<D>");
 };
 template <class Label>
 struct einsum_output_label_is_not_in_any_operand {

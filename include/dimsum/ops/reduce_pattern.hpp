@@ -143,7 +143,7 @@ auto reduce(X&& x, R&& r, Dims&&... dims) {
 /// reduce<"pattern">(x) without an operation: a compile error
 /// (`reduce_needs_an_operation`).
 template <fixed_string S, class X>
-auto reduce(X&& x) {
+auto reduce([[maybe_unused]] X&& x) {
   if constexpr (named_expression<X>)
     detail::report<reduce_needs_an_operation<diagnostic_dims_t<dims_of_t<X>>>>();
   else
