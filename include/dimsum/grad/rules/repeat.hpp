@@ -57,17 +57,10 @@ auto repeat(V&& v, Dims&&... dims) {
   if constexpr (is_invalid_v<decltype(fwd)>) {
     return invalid_expression{};
   } else {
-    using L = typename std::remove_cvref_t<V>::dims;
-    using XL = dim_list<std::remove_cvref_t<Dims>...>;
-    static constexpr auto SE = detail::pattern_string_v<S, false, L>;
-    using P = detail::pattern_flat_dims<SE, XL, L>;
-    using In = typename P::template flat<0>;
-    using Out = typename P::template out<true>;
-    const auto values = std::forward_as_tuple(v.value());
-    const std::tuple<std::remove_cvref_t<Dims>...> extras{dims...};
-    const std::tuple<std::array<std::size_t, In::size>> exts{detail::flat_extents<SE, 0, In>(values, extras)};
-    const auto out_ext = detail::flat_output_extents<Out, In>(exts, extras);
-    return grad::detail::record_repetition<In, Out>(std::move(fwd), v, std::get<0>(exts), out_ext);
+    const auto f = detail::flats_of<S, false, true>(v.value(), std::remove_cvref_t<Dims>(dims)...);
+    using F = decltype(f);
+    return grad::detail::record_repetition<typename F::in, typename F::out>(std::move(fwd), v, f.in_extents,
+                                                                             f.out_extents);
   }
 }
 

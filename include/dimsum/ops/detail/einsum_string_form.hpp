@@ -536,6 +536,32 @@ std::array<std::size_t, FlatOut::size> flat_output_extents(const std::tuple<std:
   return out;
 }
 
+/// A one-operand pattern seen flat: the operand's flat dims `in` and the
+/// output's `out`, with their extents.
+template <class In, class Out>
+struct single_operand_flats {
+  using in = In;
+  using out = Out;
+  std::array<std::size_t, In::size> in_extents;
+  std::array<std::size_t, Out::size> out_extents;
+};
+
+/// The flats of the one-operand pattern S (`...` expanded as the mode does:
+/// LeftOnly for reduce; AddsDims for repeat) on the value x with the dims
+/// passed after it, as the forward pass resolved them.
+template <fixed_string S, bool LeftOnly, bool AddsDims, class X, class... Dims>
+auto flats_of(const X& x, const Dims&... dims) {
+  using L = dims_of_t<X>;
+  static constexpr auto SE = pattern_string_v<S, LeftOnly, L>;
+  using P = pattern_flat_dims<SE, dim_list<Dims...>, L>;
+  using In = typename P::template flat<0>;
+  using Out = typename P::template out<AddsDims>;
+  const auto values = std::forward_as_tuple(x);
+  const std::tuple<Dims...> extras{dims...};
+  const std::tuple<std::array<std::size_t, In::size>> exts{flat_extents<SE, 0, In>(values, extras)};
+  return single_operand_flats<In, Out>{std::get<0>(exts), flat_output_extents<Out, In>(exts, extras)};
+}
+
 template <fixed_string S, class Mode, class OpsTuple, class Extras, std::size_t... J>
 auto pattern_impl(const Mode& mode, OpsTuple&& ops, const Extras& extras, std::index_sequence<J...>) {
   using Ts = std::remove_cvref_t<OpsTuple>;
