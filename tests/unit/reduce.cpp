@@ -233,6 +233,12 @@ TEST_CASE("reduce pattern: keeping the reduced axes as size-1 axes", "[reduce][p
   static_assert(has_dims<decltype(named), b, c, h, w>);
   CHECK(named.extents() == std::array<std::size_t, 4>{2, 3, 1, 1});
   CHECK(test::flat(named) == test::flat(m));
+  // A static dim kept as h() has extent 1: its name stays, with extent 1.
+  using h4 = dim<"h4", 4>;
+  const auto s4 = tensor<double, b, h4>::random_normal(3, b{2});
+  auto kept = eval(reduce<"b h4 -> b h4()", "sum">(s4));
+  static_assert(dims_of_t<decltype(kept)>::names[1] == "h4" && dims_of_t<decltype(kept)>::static_extents[1] == 1);
+  CHECK(kept(b{1}, dim<"h4", 1>{0}) == Approx(s4(b{1}, h4{0}) + s4(b{1}, h4{1}) + s4(b{1}, h4{2}) + s4(b{1}, h4{3})));
 }
 
 TEST_CASE("reduce pattern: ... on the left alone is reduced; zero dims matched", "[reduce][pattern]") {

@@ -409,8 +409,11 @@ auto merge_groups(E&& e) {
       return merge_groups<S, I - 1, Pool>(insert_unit_axis<item.first, unit_axis<I - 1>>(std::forward<E>(e)));
     } else {
       using New = typename resolve_dim<Pool, item_name_getter<S, out, I - 1>>::type;
+      // A named size-1 axis `h()` keeps the dim type of that name unless it
+      // is static with another extent (a reduced h of 224: then dim<"h", 1>).
+      using Unit = std::conditional_t<New::is_static && New::static_extent != 1, dim<New::name, 1>, New>;
       if constexpr (item.count == 0)
-        return merge_groups<S, I - 1, Pool>(insert_unit_axis<item.first, New>(std::forward<E>(e)));
+        return merge_groups<S, I - 1, Pool>(insert_unit_axis<item.first, Unit>(std::forward<E>(e)));
       else
         return merge_groups<S, I - 1, Pool>(
             merge_expr<item.first, item.count, New, std::remove_cvref_t<E>>(std::forward<E>(e)));
