@@ -19,14 +19,13 @@
 namespace dimsum {
 
 namespace grad::detail {
-/// Records the repetition `fwd` of v: v's value seen flat as In (extents
-/// ext), the result as Out (extents out_ext), which has In's dims and new
-/// ones; the gradient is summed over the new dims.
+/// Records the repetition `fwd` of v: v's value seen flat as In, the
+/// result as Out (extents out_ext), which has In's dims and new ones; the
+/// gradient is summed over the new dims.
 template <class In, class Out, class Fwd, class V>
-auto record_repetition(Fwd&& fwd, const V& v, const std::array<std::size_t, In::size>& ext,
-                       const std::array<std::size_t, Out::size>& out_ext) {
+auto record_repetition(Fwd&& fwd, const V& v, const std::array<std::size_t, Out::size>& out_ext) {
   using T = typename V::value_type;
-  return record_op(std::forward<Fwd>(fwd), [v, ext, out_ext](const auto& g, const auto&) {
+  return record_op(std::forward<Fwd>(fwd), [v, out_ext](const auto& g, const auto&) {
     const view_for_t<const T, Out> gv(g.data(), out_ext, dimsum::detail::row_major_strides(out_ext));
     const tensor_for_t<T, In> dx = dimsum::detail::make_einsum<In>(gv);
     v.node()->accumulate_raw(dx.data());
@@ -45,7 +44,7 @@ auto repeat(V&& v, const Ds&... d) {
     using In = typename std::remove_cvref_t<V>::dims;
     using Out = dims_of_t<decltype(fwd)>;
     const auto out_ext = fwd.extents();
-    return grad::detail::record_repetition<In, Out>(std::move(fwd), v, v.extents(), out_ext);
+    return grad::detail::record_repetition<In, Out>(std::move(fwd), v, out_ext);
   }
 }
 
@@ -59,8 +58,7 @@ auto repeat(V&& v, Dims&&... dims) {
   } else {
     const auto f = detail::flats_of<S, false, true>(v.value(), std::remove_cvref_t<Dims>(dims)...);
     using F = decltype(f);
-    return grad::detail::record_repetition<typename F::in, typename F::out>(std::move(fwd), v, f.in_extents,
-                                                                             f.out_extents);
+    return grad::detail::record_repetition<typename F::in, typename F::out>(std::move(fwd), v, f.out_extents);
   }
 }
 
