@@ -16,8 +16,10 @@
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/ops/map.hpp>
 #include <dimsum/ops/mask.hpp>
+#include <dimsum/ops/pack.hpp>
 #include <dimsum/ops/math.hpp>
 #include <dimsum/ops/reduce.hpp>
+#include <dimsum/ops/reduce_pattern.hpp>
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/repeat.hpp>
 #include <dimsum/ops/rope.hpp>

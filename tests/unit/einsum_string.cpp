@@ -58,12 +58,42 @@ TEST_CASE("einsum_string: syntax errors and where they are", "[einsum_string]") 
   CHECK(parse_einsum("a (b c -> a").error == einsum_parse_error::unbalanced_parentheses);
   CHECK(parse_einsum("a b) -> a").error == einsum_parse_error::unbalanced_parentheses);
   CHECK(parse_einsum("a ((b) c) -> a").error == einsum_parse_error::unbalanced_parentheses);
-  CHECK(parse_einsum("a () -> a").error == einsum_parse_error::empty_group);
   auto twice = parse_einsum("a b a -> a");
   CHECK(twice.error == einsum_parse_error::label_twice_in_a_term);
   CHECK(twice.error_label == "a");
   CHECK(parse_einsum("a -> b b").error == einsum_parse_error::label_twice_in_a_term);
   CHECK(parse_einsum("1a -> a").error == einsum_parse_error::invalid_character);
+  // Numbers other than 1: name the axis (einops' anonymous axes of length > 1).
+  auto three = parse_einsum("h w -> h w 3");
+  CHECK(three.error == einsum_parse_error::number_other_than_1);
+  CHECK(three.error_pos == 11);
+  CHECK(three.error_term == 1);
+  CHECK(parse_einsum("h (w 2) -> h w").error == einsum_parse_error::number_other_than_1);
+  CHECK(parse_einsum("h 01 -> h").error == einsum_parse_error::number_other_than_1);
+}
+
+TEST_CASE("einsum_string: size-1 axes are groups of no labels", "[einsum_string]") {
+  // `1` and `()` (and `(1)`) are anonymous size-1 axes; `h()` is a named one;
+  // a 1 inside a group with labels is ignored, as einops does.
+  auto p = parse_einsum("b 1 h () w (1) -> b one() hw(h 1 w)");
+  REQUIRE(p.error == einsum_parse_error::none);
+  REQUIRE(p.inputs[0].n_items == 6);
+  CHECK(p.inputs[0].n_labels == 3);
+  for (std::size_t i : {1u, 3u, 5u}) {
+    CHECK(p.inputs[0].items[i].is_group);
+    CHECK(p.inputs[0].items[i].count == 0);
+    CHECK(dimsum::detail::is_unit_item(p.inputs[0].items[i]));
+  }
+  CHECK(p.inputs[0].items[2].name == "h");
+  CHECK(p.inputs[0].items[2].first == 1);
+  REQUIRE(p.output.n_items == 3);
+  CHECK(p.output.items[1].name == "one");
+  CHECK(p.output.items[1].count == 0);
+  CHECK(!dimsum::detail::is_unit_item(p.output.items[1]));
+  CHECK(p.output.items[2].count == 2);
+  CHECK(p.output.labels[p.output.items[2].first + 1] == "w");
+  // A term of size-1 axes only is not empty.
+  CHECK(parse_einsum("1 1 -> ").error == einsum_parse_error::none);
 }
 
 TEST_CASE("einsum_string: too many labels is an error, not an overflow", "[einsum_string]") {

@@ -94,3 +94,105 @@ TEST_CASE("einsum with ... in two operands: the union of their other dims", "[el
   for (std::size_t m = 0; m < 4; ++m) want += a(batch{1}, posn{2}, d_model{m}) * b(nheads{1}, d_model{m});
   CHECK(std::abs(y(batch{1}, posn{2}, nheads{1}) - want) < 1e-12);
 }
+
+// --- ... in every pattern, on tensors and on grad vars ---------------------
+// Gradients against torch float64 autograd of einops' rules written out
+// (make_einops_fixtures.py): loss = sum(out * r), d loss / d x.
+
+#include <dimsum/grad/grad.hpp>
+
+#include "einops_fixtures.hpp"
+
+namespace {
+DIMSUM_DIM(h);
+DIMSUM_DIM(w);
+DIMSUM_DIM(h2);
+DIMSUM_DIM(w2);
+DIMSUM_DIM(n);
+DIMSUM_DIM(d);
+DIMSUM_DIM(r);
+DIMSUM_DIM(hh);
+DIMSUM_DIM(ww);
+DIMSUM_DIM(one, 1);
+DIMSUM_DIM(f);
+
+using einops_fixture::expect_near;
+using einops_fixture::load;
+
+// Watches the fixture's x on a tape, applies op, and checks the value and
+// d sum(out * r) / dx against the fixture.
+template <class X, class Out, class Op>
+void check_grad(const std::string& name, Op op) {
+  dimsum::grad::tape tape;
+  auto x = tape.watch(load<X>(name + "_x"));
+  auto out = op(x);
+  static_assert(dimsum::grad::detail::var_like<decltype(out)>);
+  expect_near(out.value(), load<Out>(name + "_out"), 1e-13);
+  tape.backward(dimsum::einsum<>(out * load<Out>(name + "_r")));
+  expect_near(dimsum::gradient(x), load<X>(name + "_grad"), 1e-13);
+}
+}  // namespace
+
+TEST_CASE("ellipsis on vars: reduce, with its gradient", "[ellipsis][grad]") {
+  using dimsum::reduce;
+  using dimsum::unit_axis;
+  check_grad<tensor<double, batch, h, w>, tensor<double, batch, h, w>>(
+      "grad_maxpool", [](const auto& x) { return reduce<"batch (h h2) (w w2) -> batch h w", "max">(x, h2{2}, w2{3}); });
+  check_grad<tensor<double, batch, h, w>, tensor<double, batch, unit_axis<1>, unit_axis<2>>>(
+      "grad_mean_keepdims", [](const auto& x) { return reduce<"batch ... -> batch 1 1", "mean">(x); });
+  check_grad<tensor<double, batch, n>, tensor<double, batch>>(
+      "grad_prod", [](const auto& x) { return reduce<"batch n -> batch", "prod">(x); });
+  check_grad<tensor<double, batch, posn, n>, tensor<double, batch, posn>>(
+      "grad_logsumexp", [](const auto& x) { return reduce<"... n -> ...", "logsumexp">(x); });
+  check_grad<tensor<double, batch, posn, d>, tensor<double, d>>(
+      "grad_min_ellipsis", [](const auto& x) { return reduce<"... d -> d", "min">(x); });
+  // The named spellings of prod and logsumexp share the rule.
+  check_grad<tensor<double, batch, n>, tensor<double, batch>>("grad_prod",
+                                                               [](const auto& x) { return dimsum::prod<n>(x); });
+  check_grad<tensor<double, batch, posn, n>, tensor<double, batch, posn>>(
+      "grad_logsumexp", [](const auto& x) { return dimsum::logsumexp<n>(x); });
+}
+
+TEST_CASE("ellipsis on vars: repeat, rearrange and einsum, with their gradients", "[ellipsis][grad]") {
+  using dimsum::repeat;
+  using dimsum::unit_axis;
+  check_grad<tensor<double, h, w>, tensor<double, hh, w>>(
+      "grad_repeat_tile", [](const auto& x) { return repeat<"h w -> hh(r h) w">(x, r{2}); });
+  check_grad<tensor<double, h, w>, tensor<double, h, ww>>(
+      "grad_repeat_interleave", [](const auto& x) { return repeat<"h w -> h ww(w r)">(x, r{3}); });
+  check_grad<tensor<double, batch, posn, d>, tensor<double, batch, posn, r, d>>(
+      "grad_repeat_ellipsis", [](const auto& x) { return repeat<"... d -> ... r d">(x, r{5}); });
+  // A named size-1 dim dropped by `one()`, a size-1 axis added by `1`.
+  check_grad<tensor<double, batch, posn, one, w>, tensor<double, w, batch, posn, unit_axis<3>>>(
+      "grad_rearrange_units", [](const auto& x) { return dimsum::rearrange<"... one() w -> w ... 1">(x); });
+  const auto wt = load<tensor<double, d, f>>("grad_einsum_w");
+  check_grad<tensor<double, batch, posn, d>, tensor<double, batch, posn, f>>(
+      "grad_einsum_ellipsis", [&](const auto& x) { return dimsum::einsum<"... d, d f -> ... f">(x, wt); });
+  // The named repeat on a var sums the gradient over the new dim.
+  dimsum::grad::tape tape;
+  auto x = tape.watch(tensor<double, n>::random_normal(3, n{3}));
+  tape.backward(dimsum::einsum<>(repeat(x, batch{4}) * 2.0));
+  for (std::size_t i = 0; i < 3; ++i) CHECK(dimsum::gradient(x)(n{i}) == 8.0);
+}
+
+TEST_CASE("ellipsis: size-1 axes made by a pattern are matched by `1`, or stand in `...`", "[ellipsis]") {
+  using dimsum::unit_axis;
+  const auto x = tensor<double, batch, posn, d>::random_normal(11, batch{2}, posn{3}, d{4});
+  const auto m = dimsum::eval(dimsum::reduce<"batch posn d -> batch 1 d", "mean">(x));
+  static_assert(has_dims<decltype(m), batch, unit_axis<1>, d>);
+  // `1` in a term with `...` takes the operand's size-1 axes in order...
+  auto squeezed = dimsum::eval(dimsum::rearrange<"... 1 d -> d ...">(m));
+  static_assert(has_dims<decltype(squeezed), d, batch>);
+  CHECK(squeezed(d{2}, batch{1}) == m(batch{1}, unit_axis<1>{0}, d{2}));
+  // ...and otherwise `...` carries them, as size-1 axes at their new places.
+  auto moved = dimsum::eval(dimsum::rearrange<"... d -> d ...">(m));
+  static_assert(has_dims<decltype(moved), d, batch, unit_axis<2>>);
+  CHECK(moved(d{3}, batch{0}, unit_axis<2>{0}) == m(batch{0}, unit_axis<1>{0}, d{3}));
+  // Flattening `...` into a named group (einops' "b (...)").
+  auto flat = dimsum::eval(dimsum::rearrange<"batch ... -> batch rest(...)">(x));
+  static_assert(has_dims<decltype(flat), batch, dimsum::dim<"rest">>);
+  CHECK(flat(batch{1}, dimsum::dim<"rest">{2 * 4 + 1}) == x(batch{1}, posn{2}, d{1}));
+  const auto v = tensor<double, batch>::random_normal(12, batch{2});
+  auto nothing = dimsum::eval(dimsum::rearrange<"batch ... -> batch rest(...)">(v));  // zero dims: extent 1
+  CHECK(nothing.extents() == std::array<std::size_t, 2>{2, 1});
+}

@@ -185,3 +185,109 @@ TEST_CASE("reduce: the new reductions on a lazy strided operand, and reducing no
     for (std::size_t j = 0; j < 4; ++j) e += std::exp(static_cast<long double>(t(a{i}, b{j})));
   CHECK(all_of_everything() == Approx(double(std::log(e))).epsilon(1e-15));
 }
+
+// --- reduce<"pattern", op>: einops' reduce, against make_einops_fixtures.py ---
+
+#include "einops_fixtures.hpp"
+
+namespace {
+DIMSUM_DIM(h);
+DIMSUM_DIM(w);
+DIMSUM_DIM(h2);
+DIMSUM_DIM(w2);
+DIMSUM_DIM(n);
+DIMSUM_DIM(d);
+}  // namespace
+
+using einops_fixture::expect_near;
+using einops_fixture::load;
+
+TEST_CASE("reduce pattern: 2x3 max pooling by split groups", "[reduce][pattern]") {
+  // Group labels named like the dims they split are new dims: (h h2) splits
+  // the operand's h into a new h and h2.
+  const auto x = load<tensor<double, b, h, w, c>>("maxpool_x");
+  auto pooled = reduce<"b (h h2) (w w2) c -> b h w c", "max">(x, h2{2}, w2{3});
+  static_assert(has_dims<decltype(pooled), b, h, w, c>);
+  expect_near(pooled, load<tensor<double, b, h, w, c>>("maxpool_out"), 0);
+  // The other label of a group may be the given one.
+  expect_near(reduce<"b (h h2) (w w2) c -> b h w c", "max">(x, h{2}, w{2}), load<tensor<double, b, h, w, c>>("maxpool_out"), 0);
+  // A group that does not divide: shape_error naming the dim.
+  CHECK_THROWS_WITH((reduce<"b (h h2) (w w2) c -> b h w c", "max">(x, h2{3}, w2{3})),
+                    Catch::Contains("'h'") && Catch::Contains("not a multiple"));
+}
+
+TEST_CASE("reduce pattern: keeping the reduced axes as size-1 axes", "[reduce][pattern]") {
+  const auto x = load<tensor<double, b, c, h, w>>("mean_keepdims_x");
+  auto m = eval(reduce<"b c h w -> b c 1 1", "mean">(x));
+  // A `1` in the output is a dim of static extent 1 named by its position.
+  static_assert(has_dims<decltype(m), b, c, unit_axis<2>, unit_axis<3>>);
+  static_assert(dims_of_t<decltype(m)>::static_extents[3] == 1);
+  CHECK(m.extents() == std::array<std::size_t, 4>{2, 3, 1, 1});
+  expect_near(m, load<tensor<double, b, c, unit_axis<2>, unit_axis<3>>>("mean_keepdims_out"), 1e-15);
+  // `()` is the same size-1 axis, and a pattern drops it again by position.
+  auto back = eval(rearrange<"b c () 1 -> c b">(m));
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) CHECK(back(c{j}, b{i}) == m(b{i}, c{j}, unit_axis<2>{0}, unit_axis<3>{0}));
+  // A named size-1 axis: `h()` keeps the name h with extent 1.
+  auto named = eval(reduce<"b c h w -> b c h() w()", "mean">(x));
+  static_assert(has_dims<decltype(named), b, c, h, w>);
+  CHECK(named.extents() == std::array<std::size_t, 4>{2, 3, 1, 1});
+  CHECK(test::flat(named) == test::flat(m));
+  // A static dim kept as h() has extent 1: its name stays, with extent 1.
+  using h4 = dim<"h4", 4>;
+  const auto s4 = tensor<double, b, h4>::random_normal(3, b{2});
+  auto kept = eval(reduce<"b h4 -> b h4()", "sum">(s4));
+  static_assert(dims_of_t<decltype(kept)>::names[1] == "h4" && dims_of_t<decltype(kept)>::static_extents[1] == 1);
+  CHECK(kept(b{1}, dim<"h4", 1>{0}) == Approx(s4(b{1}, h4{0}) + s4(b{1}, h4{1}) + s4(b{1}, h4{2}) + s4(b{1}, h4{3})));
+}
+
+TEST_CASE("reduce pattern: ... on the left alone is reduced; zero dims matched", "[reduce][pattern]") {
+  const auto x = load<tensor<double, a, b, w>>("sum_ellipsis_left_x");
+  expect_near(reduce<"... w -> w", "sum">(x), load<tensor<double, w>>("sum_ellipsis_left_out"), 1e-14);
+  // On both sides, `...` keeps its dims; matching no dim, it is nothing.
+  auto kept = eval(reduce<"a ... w -> ... a", "sum">(x));
+  static_assert(has_dims<decltype(kept), b, a>);
+  CHECK(kept(b{1}, a{0}) == Approx(x(a{0}, b{1}, w{0}) + x(a{0}, b{1}, w{1}) + x(a{0}, b{1}, w{2}) + x(a{0}, b{1}, w{3})));
+  const auto v = load<tensor<double, w>>("sum_ellipsis_left_out");
+  auto same = eval(reduce<"... w -> ... w", "max">(v));
+  CHECK(test::flat(same) == test::flat(v));
+}
+
+TEST_CASE("reduce pattern: prod, logsumexp, min, any, all", "[reduce][pattern]") {
+  const auto x = load<tensor<double, b, n>>("prod_group_x");
+  expect_near(reduce<"b (n n2) -> n b", "prod">(x, dim<"n2">{2}), load<tensor<double, n, b>>("prod_group_out"), 1e-15);
+  const auto y = load<tensor<double, b, n, d>>("logsumexp_x");
+  expect_near(reduce<"b n d -> b d", "logsumexp">(y), load<tensor<double, b, d>>("logsumexp_out"), 1e-14);
+  expect_near(reduce<"b n d -> b d", "min">(y), load<tensor<double, b, d>>("min_out"), 0);
+  const auto t = load<tensor<bool, b, n>>("any_x");
+  expect_near(reduce<"b n -> b", "any">(t), load<tensor<bool, b>>("any_out"), 0);
+  expect_near(reduce<"b n -> b", "all">(t), load<tensor<bool, b>>("all_out"), 0);
+}
+
+TEST_CASE("reduce pattern: a user's associative operation as a fold", "[reduce][pattern]") {
+  const auto x = load<tensor<double, b, n, d>>("fold_absmax_x");
+  auto absmax = reduce<"b n d -> d b">(x, fold{[](double acc, double v) { return std::max(acc, std::abs(v)); }, 0.0});
+  expect_near(absmax, load<tensor<double, d, b>>("fold_absmax_out"), 0);
+  // The identity's type is the result's; an empty dim gives the identity.
+  tensor<float, b, n> e(b{2}, n{0});
+  auto count = eval(reduce<"b n -> b">(e, fold{[](int acc, float) { return acc + 1; }, 7}));
+  static_assert(std::is_same_v<value_type_of_t<decltype(count)>, int>);
+  CHECK(count(b{1}) == 7);
+}
+
+TEST_CASE("reduce pattern: a list of tensors as the operand, lazy and in the output's order", "[reduce][pattern]") {
+  std::vector<tensor<double, h, w>> parts;
+  for (int i = 0; i < 5; ++i) parts.push_back(load<tensor<double, h, w>>("list_part" + std::to_string(i)));
+  // The first label names the list's dim.
+  auto m = eval(reduce<"n h w -> w h", "mean">(parts));
+  static_assert(has_dims<decltype(m), w, h>);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) {
+      double want = 0;
+      for (const auto& p : parts) want += p(h{i}, w{j});
+      CHECK(m(w{j}, h{i}) == Approx(want / 5).epsilon(1e-14));
+    }
+  // max over an empty dim has no identity: shape_error, as in PyTorch.
+  tensor<double, h, w> empty(h{2}, w{0});
+  CHECK_THROWS_AS((reduce<"h w -> h", "max">(empty)), shape_error);
+}

@@ -96,3 +96,60 @@ TEST_CASE("regroup: a merge into a static dim checks its extent", "[regroup]") {
   REQUIRE_THROWS_WITH((rearrange<"batch nheads posn d_k -> batch posn six(nheads d_k)">(h, six{})),
                       Catch::Contains("'six' is static with extent 6") && Catch::Contains("4"));
 }
+
+// --- size-1 axes and lists of tensors, against make_einops_fixtures.py ---
+
+#include "einops_fixtures.hpp"
+
+namespace {
+DIMSUM_DIM(h);
+DIMSUM_DIM(w);
+DIMSUM_DIM(n);
+DIMSUM_DIM(nw);
+DIMSUM_DIM(c);
+}  // namespace
+
+using einops_fixture::expect_near;
+using einops_fixture::load;
+
+TEST_CASE("regroup: size-1 axes dropped and added by rearrange", "[regroup][size-1]") {
+  // `1` stands for the operand's dim at its position, which must have
+  // extent 1 (c is dynamic here: checked at run time).
+  const auto x = load<tensor<double, batch, c, h, w>>("squeeze_x");
+  auto s = rearrange<"batch 1 h w -> batch h w">(x);
+  expect_near(s, load<tensor<double, batch, h, w>>("squeeze_out"), 0);
+  const auto y = load<tensor<double, batch, h, w>>("unsqueeze_x");
+  auto u = rearrange<"batch h w -> batch 1 h () w">(y);
+  static_assert(has_dims<decltype(u), batch, unit_axis<1>, h, unit_axis<3>, w>);
+  expect_near(u, load<tensor<double, batch, unit_axis<1>, h, unit_axis<3>, w>>("unsqueeze_out"), 0);
+  // Inside a group, 1 changes nothing (einops ignores it).
+  auto g = eval(rearrange<"batch h w -> batch hw(h 1 w)">(y));
+  CHECK(g(dim<"hw">{5}, batch{1}) == y(batch{1}, h{1}, w{1}));
+  // A `1` at a dim whose extent is not 1: shape_error naming the dim.
+  CHECK_THROWS_WITH((rearrange<"1 h w -> h w">(y)), Catch::Contains("'batch'") && Catch::Contains("extent 2"));
+  // A size-1 axis in einsum: dropped from the operand, added to the output.
+  const auto v = tensor<double, h, w>::random_normal(5, h{3}, w{4});
+  auto e = eval(einsum<"batch 1 h w, h w -> 1 batch">(x, v));
+  static_assert(has_dims<decltype(e), unit_axis<0>, batch>);
+  double want = 0;
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) want += x(batch{1}, c{0}, h{i}, w{j}) * v(h{i}, w{j});
+  CHECK(e(unit_axis<0>{0}, batch{1}) == Approx(want).epsilon(1e-14));
+}
+
+TEST_CASE("regroup: a list of tensors as rearrange's operand", "[regroup][list]") {
+  std::vector<tensor<double, h, w>> parts;
+  for (int i = 0; i < 5; ++i) parts.push_back(load<tensor<double, h, w>>("list_part" + std::to_string(i)));
+  // einops: rearrange([t1, ...], "n h w -> h (n w)"); the first label names the list's dim.
+  auto r = rearrange<"n h w -> h nw(n w)">(parts);
+  expect_near(r, load<tensor<double, h, nw>>("list_out"), 0);
+  // A std::array's length is the list dim's static extent.
+  const std::array<tensor<double, h, w>, 2> pair{parts[0], parts[1]};
+  auto st = eval(rearrange<"n h w -> n h w">(pair));
+  static_assert(dims_of_t<decltype(st)>::static_extents[0] == 2);
+  CHECK(st(dim<"n", 2>{1}, h{2}, w{3}) == parts[1](h{2}, w{3}));
+  // Elements of different extents, and an empty list: shape_error.
+  parts.push_back(tensor<double, h, w>(h{3}, w{5}));
+  CHECK_THROWS_WITH((rearrange<"n h w -> h nw(n w)">(parts)), Catch::Contains("'w'") && Catch::Contains("element 5"));
+  CHECK_THROWS_AS((rearrange<"n h w -> h nw(n w)">(std::vector<tensor<double, h, w>>{})), shape_error);
+}

@@ -62,3 +62,75 @@ TEST_CASE("repeat: a size-1 repeat and an empty one", "[repeat]") {
   CHECK(extent<batch>(none) == 0);
   CHECK(none.size() == 0);
 }
+
+// --- repeat<"pattern">: einops' repeat, against make_einops_fixtures.py ---
+
+#include "einops_fixtures.hpp"
+
+namespace {
+DIMSUM_DIM(n);
+DIMSUM_DIM(d);
+DIMSUM_DIM(h);
+DIMSUM_DIM(w);
+DIMSUM_DIM(r);
+DIMSUM_DIM(c);
+DIMSUM_DIM(hh);
+DIMSUM_DIM(ww);
+DIMSUM_DIM(one, 1);
+}  // namespace
+
+using einops_fixture::expect_near;
+using einops_fixture::load;
+
+TEST_CASE("repeat pattern: a new axis anywhere, as a view of the tensor", "[repeat][pattern]") {
+  auto x = load<tensor<double, n, d>>("repeat_new_axis_x");
+  auto r3 = repeat<"n d -> batch n d">(x, batch{2});
+  // A broadcasting view: stride 0 along the new dim, nothing copied.
+  static_assert(std::is_same_v<decltype(r3), tensor_view<const double, batch, n, d>>);
+  CHECK(r3.strides()[0] == 0);
+  CHECK(r3.data() == x.data());
+  expect_near(r3, load<tensor<double, batch, n, d>>("repeat_new_axis_out"), 0);
+  expect_near(repeat<"n d -> n d c">(x, c{5}), load<tensor<double, n, d, c>>("repeat_trailing_out"), 0);
+  // A lazy operand gives a lazy node, assigned by name.
+  auto lazy = repeat<"n d -> n d c">(x * 1.0, c{5});
+  static_assert(!std::is_same_v<decltype(lazy), tensor_view<const double, n, d, c>>);
+  expect_near(lazy, load<tensor<double, n, d, c>>("repeat_trailing_out"), 0);
+  x(n{0}, d{0}) = 42;  // the view reads the tensor
+  CHECK(r3(batch{1}, n{0}, d{0}) == 42);
+}
+
+TEST_CASE("repeat pattern: tiling inside a group, and each element repeated", "[repeat][pattern]") {
+  const auto x = load<tensor<double, h, w>>("repeat_tile_x");
+  expect_near(repeat<"h w -> hh(r h) w">(x, r{3}), load<tensor<double, hh, w>>("repeat_tile_out"), 0);
+  expect_near(repeat<"h w -> hh(h r) w">(x, r{2}), load<tensor<double, hh, w>>("repeat_interleave_out"), 0);
+  expect_near(repeat<"h w -> h ww(r w)">(x, r{2}), load<tensor<double, h, ww>>("repeat_tile_w_out"), 0);
+  // Inside a larger element-wise expression, by name.
+  tensor<double, hh, w> twice = repeat<"h w -> hh(r h) w">(x, r{3}) * 2.0;
+  const auto want = load<tensor<double, hh, w>>("repeat_tile_out");
+  for (std::size_t i = 0; i < 12; ++i) CHECK(twice(hh{i}, w{1}) == 2.0 * want(hh{i}, w{1}));
+}
+
+TEST_CASE("repeat pattern: size-1 axes in and out", "[repeat][pattern]") {
+  // () n d -> batch n d: the size-1 axis is dropped and b added in its place.
+  const auto x = load<tensor<double, one, n, d>>("repeat_unit_x");
+  expect_near(repeat<"() n d -> batch n d">(x, batch{4}), load<tensor<double, batch, n, d>>("repeat_unit_out"), 0);
+  // A repeat of extent 1, and size-1 axes around a repeat.
+  const auto y = load<tensor<double, h, w>>("repeat_size1_x");
+  expect_near(repeat<"h w -> 1 h ww(w r) 1">(y, r{2}), load<tensor<double, unit_axis<0>, h, ww, unit_axis<3>>>("repeat_size1_out"), 0);
+  auto same = eval(repeat<"h w -> h w r">(y, r{1}));
+  for (std::size_t i = 0; i < 2; ++i) CHECK(same(h{i}, w{2}, r{0}) == y(h{i}, w{2}));
+  // A `1` over a dim of extent other than 1 is a shape_error (dynamic dims).
+  const auto z = load<tensor<double, n, d>>("repeat_new_axis_x");
+  CHECK_THROWS_WITH((repeat<"1 d -> batch d">(z, batch{2})), Catch::Contains("'n'") && Catch::Contains("size-1"));
+}
+
+TEST_CASE("repeat pattern: with ... and empty extents", "[repeat][pattern]") {
+  const auto x = load<tensor<double, n, d>>("repeat_new_axis_x");
+  auto y = repeat<"... d -> ... r d">(x, r{3});
+  static_assert(has_dims<decltype(y), n, r, d>);
+  CHECK(y(n{3}, r{2}, d{1}) == x(n{3}, d{1}));
+  auto none = eval(repeat<"n d -> batch n d">(x, batch{0}));
+  CHECK(none.size() == 0);
+  tensor<double, n, d> e(n{0}, d{3});
+  CHECK(eval(repeat<"n d -> hh(r n) d">(e, r{4})).size() == 0);
+}

@@ -68,8 +68,10 @@ struct einsum_string_has_unbalanced_parentheses {
   static_assert(detail::always_false<Pos, Term>, "dimsum: einsum string has an unbalanced or nested parenthesis");
 };
 template <class Pos, class Term>
-struct einsum_string_has_an_empty_group {
-  static_assert(detail::always_false<Pos, Term>, "dimsum: einsum string has an empty group '()'");
+struct einsum_string_has_a_number_other_than_1 {
+  static_assert(detail::always_false<Pos, Term>,
+                "dimsum: einsum string has a number other than 1 (1 is a size-1 axis); name the axis and give its "
+                "extent as a dim after the operands, e.g. repeat<\"h w -> h w c\">(x, c{3})");
 };
 template <class Pos>
 struct einsum_string_has_too_many_labels {
@@ -142,7 +144,9 @@ struct einsum_dims_must_follow_the_operands {
 };
 template <class Label>
 struct rearrange_drops_a_dim {
-  static_assert(detail::always_false<Label>, "dimsum: rearrange must keep every dim; use einsum or sum to reduce one");
+  static_assert(detail::always_false<Label>,
+                "dimsum: rearrange must keep every dim; to reduce one, use reduce<\"...\", \"sum\"> (or another "
+                "operation), einsum, or sum<D>");
 };
 template <class Label>
 struct einsum_output_label_is_not_in_any_operand {

@@ -6,11 +6,18 @@
 ///
 ///     spec  := term (',' term)* '->' term
 ///     term  := item*                    (separated by spaces)
-///     item  := label | group | label group
-///     group := '(' label+ ')'           (a label right before '(' names the group)
+///     item  := label | group | label group | '1'
+///     group := '(' (label | '1')* ')'   (a label right before '(' names the group)
 ///     label := [A-Za-z_][A-Za-z0-9_]*
 ///
 /// Input terms may not be empty; the output term may (full contraction).
+/// A size-1 axis is a group without labels: `()` or `1` (einops' spelling;
+/// a `1` inside a group with labels is ignored, as in einops). In an input
+/// term it stands for an operand dim of extent 1, which the pattern drops;
+/// in the output it adds a dim of extent 1. A named empty group `h()` is a
+/// size-1 axis with a name. Other numbers are an error (name the axis and
+/// give its extent as a dim). `...` is rewritten before this parser runs
+/// (ops/detail/einsum_ellipsis.hpp).
 
 #include <array>
 #include <cstddef>
@@ -25,7 +32,7 @@ enum class einsum_parse_error {
   empty_input_term,
   invalid_character,
   unbalanced_parentheses,
-  empty_group,
+  number_other_than_1,
   too_many_labels,
   label_twice_in_a_term,
 };
@@ -33,13 +40,17 @@ enum class einsum_parse_error {
 inline constexpr std::size_t einsum_max_terms = 16;
 inline constexpr std::size_t einsum_max_labels = 16;
 
-/// One dim position of a term: a label, or a group of labels (split/merged dim).
+/// One dim position of a term: a label, or a group of labels (split/merged
+/// dim); a group of no labels is a size-1 axis (`()`, `1`, or named `h()`).
 struct einsum_item {
   std::string_view name;  // the label; for a group, its optional name
   bool is_group = false;
   std::size_t first = 0;  // for a group: its labels are term.labels[first, first + count)
   std::size_t count = 1;
 };
+
+/// Whether an item is an anonymous size-1 axis: `()` or `1`.
+constexpr bool is_unit_item(const einsum_item& i) { return i.is_group && i.count == 0 && i.name.empty(); }
 
 struct einsum_term {
   std::size_t n_items = 0;
@@ -75,6 +86,24 @@ constexpr std::size_t find_in(std::string_view s, std::string_view pat, std::siz
 constexpr bool is_label_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 constexpr bool is_label_char(char c) { return is_label_start(c) || (c >= '0' && c <= '9'); }
 constexpr bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// The end of the token starting with a digit at s[i] (digits, then any
+// label characters), and the error it makes: none for `1`, a number other
+// than 1, or an invalid character (a label cannot start with a digit).
+struct digit_token {
+  std::size_t end = 0;
+  einsum_parse_error error = einsum_parse_error::none;
+};
+constexpr digit_token scan_digit_token(std::string_view s, std::size_t i, std::size_t end) {
+  const std::size_t b = i;
+  while (i < end && is_digit(s[i])) ++i;
+  const std::size_t digits_end = i;
+  while (i < end && is_label_char(s[i])) ++i;
+  if (i != digits_end) return {i, einsum_parse_error::invalid_character};
+  if (s.substr(b, i - b) != "1") return {i, einsum_parse_error::number_other_than_1};
+  return {i, einsum_parse_error::none};
+}
 
 // Parses one term s[begin, end) into t; returns false and sets the error in p.
 constexpr bool parse_einsum_term(std::string_view s, std::size_t begin, std::size_t end, einsum_term& t,
@@ -103,6 +132,14 @@ constexpr bool parse_einsum_term(std::string_view s, std::size_t begin, std::siz
     }
     std::string_view name{};
     std::size_t name_pos = i;
+    if (is_digit(c)) {
+      const digit_token d = scan_digit_token(s, i, end);
+      if (d.error != einsum_parse_error::none) return fail(d.error, i);
+      if (t.n_items == einsum_max_labels) return fail(einsum_parse_error::too_many_labels, i);
+      t.items[t.n_items++] = einsum_item{{}, true, t.n_labels, 0};
+      i = d.end;
+      continue;
+    }
     if (is_label_start(c)) {
       std::size_t j = i;
       while (j < end && is_label_char(s[j])) ++j;
@@ -134,6 +171,11 @@ constexpr bool parse_einsum_term(std::string_view s, std::size_t begin, std::siz
           if (!add_label(s.substr(i, j - i), i)) return false;
           ++g.count;
           i = j;
+        } else if (is_digit(d)) {
+          // A `1` inside a group multiplies by one: einops ignores it.
+          const digit_token dt = scan_digit_token(s, i, end);
+          if (dt.error != einsum_parse_error::none) return fail(dt.error, i);
+          i = dt.end;
         } else if (d == '(') {
           return fail(einsum_parse_error::unbalanced_parentheses, i);
         } else {
@@ -141,7 +183,6 @@ constexpr bool parse_einsum_term(std::string_view s, std::size_t begin, std::siz
         }
       }
       if (!closed) return fail(einsum_parse_error::unbalanced_parentheses, open);
-      if (g.count == 0) return fail(einsum_parse_error::empty_group, open);
       if (t.n_items == einsum_max_labels) return fail(einsum_parse_error::too_many_labels, open);
       t.items[t.n_items++] = g;
       t.has_group = true;

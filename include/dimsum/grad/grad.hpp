@@ -16,6 +16,7 @@
 #include <dimsum/grad/rules/mask.hpp>
 #include <dimsum/grad/rules/reduce.hpp>
 #include <dimsum/grad/rules/rename.hpp>
+#include <dimsum/grad/rules/repeat.hpp>
 #include <dimsum/grad/rules/rope.hpp>
 #include <dimsum/grad/rules/slice.hpp>
 #include <dimsum/grad/rules/softmax.hpp>

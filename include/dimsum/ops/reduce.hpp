@@ -135,10 +135,31 @@ struct logsumexp {
 };
 }  // namespace reductions
 
+/// A user's associative operation as a reduction: the elements of each
+/// output position folded left to right (row-major order of the reduced
+/// dims) with `f`, starting from `identity`, whose type is the result's:
+/// `fold{[](float a, float b) { return a * b; }, 1.0f}`. An empty dim gives
+/// the identity. Used by `reduce<"pattern">(x, fold{f, identity})`.
+template <class F, class T>
+struct fold {
+  F f;
+  T identity;
+  template <class U>
+  using result_t = T;
+  template <class U, class Read>
+  T reduce(std::size_t n, Read&& read) const {
+    T acc = identity;
+    for (std::size_t i = 0; i < n; ++i) acc = static_cast<T>(f(acc, read(i)));
+    return acc;
+  }
+};
+template <class F, class T>
+fold(F, T) -> fold<F, T>;
+
 /// A lazy reduction of E over the dims in Reduced (a dim_list) by a
-/// reduction functor (`reductions::prod`, `any`, `all`, `logsumexp`):
-/// `Op::reduce<T>(n, read)` folds the n elements `read(i)` of one output
-/// position.
+/// reduction functor (`reductions::prod`, `any`, `all`, `logsumexp`, or a
+/// `fold`): `op.reduce<T>(n, read)` folds the n elements
+/// `read(i)` of one output position.
 template <class Op, class Reduced, class E>
 class reduction_expr : public expression_tag {
  public:
@@ -147,7 +168,7 @@ class reduction_expr : public expression_tag {
   static constexpr std::size_t rank = dims::size;
 
   template <class X>
-  explicit reduction_expr(X&& e) : e_(std::forward<X>(e)) {
+  explicit reduction_expr(X&& e, Op op = {}) : e_(std::forward<X>(e)), op_(std::move(op)) {
     constexpr auto pos = positions_in<dims, dims_of_t<E>>();
     const auto in = e_.extents();
     for (std::size_t i = 0; i < rank; ++i) extents_[i] = in[pos[i]];
@@ -195,7 +216,7 @@ class reduction_expr : public expression_tag {
         base += static_cast<std::ptrdiff_t>(idx[i]) * in_st[out_pos[i]];
         out += static_cast<std::ptrdiff_t>(idx[i]) * dst.strides[i];
       }
-      *out = Op::template reduce<T>(offsets.size(), [&](std::size_t k) { return src.data()[base + offsets[k]]; });
+      *out = op_.template reduce<T>(offsets.size(), [&](std::size_t k) { return src.data()[base + offsets[k]]; });
       std::size_t d = rank;
       while (true) {
         if (d == 0) return;
@@ -208,6 +229,7 @@ class reduction_expr : public expression_tag {
 
  private:
   detail::closure_t<E> e_;
+  [[no_unique_address]] Op op_;
   std::array<std::size_t, rank> extents_{};
 };
 
@@ -223,8 +245,8 @@ struct functor_reduction {
   using node = reduction_expr<Op, Reduced, E>;
 };
 
-template <class Node, class E, dimension... Ds>
-auto make_reduction_node(E&& e) {
+template <class Node, class E, dimension... Ds, class... OpArgs>
+auto make_reduction_node(E&& e, OpArgs&&... op) {
   using L = dims_of_t<E>;
   if constexpr (is_invalid_v<E>) {
     return invalid_expression{};
@@ -251,7 +273,7 @@ auto make_reduction_node(E&& e) {
     report<reduction_names_a_dim_twice<diagnostic_name_t<at_t<dim_list<Ds...>, twice>>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
   } else {
-    return typename Node::template node<dim_list<Ds...>, E>(std::forward<E>(e));
+    return typename Node::template node<dim_list<Ds...>, E>(std::forward<E>(e), std::forward<OpArgs>(op)...);
   }
 }
 template <kernels::reduce_op Op, class E, dimension... Ds>

@@ -2,9 +2,11 @@
 /// \file
 /// Splitting one dim into several and merging several into one, the
 /// building blocks of grouped axes (`(nheads d_head)`) in einsum strings and
-/// `rearrange`. A split or merge only changes strides: a split of a tensor
-/// or view is a view (or, for an rvalue, the same storage), and a merge
-/// writes through split strides of its destination.
+/// `rearrange`; size-1 axes (`unit_axis`, a split into no dims or a merge of
+/// none); and reordering dims (`reorder`). A split, merge or reorder only
+/// changes strides: a split or reorder of a tensor or view is a view (or,
+/// for an rvalue tensor, the same storage), and a merge writes through split
+/// strides of its destination.
 
 #include <algorithm>
 #include <array>
@@ -15,6 +17,35 @@
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
+
+namespace detail {
+// "1@P": a name no label can spell (labels start with a letter or '_').
+template <std::size_t P>
+inline constexpr auto unit_axis_name = [] {
+  constexpr std::size_t digits = [] {
+    std::size_t n = 1;
+    for (std::size_t v = P; v >= 10; v /= 10) ++n;
+    return n;
+  }();
+  fixed_string<digits + 3> f{};
+  f.data[0] = '1';
+  f.data[1] = '@';
+  std::size_t v = P;
+  for (std::size_t i = digits; i-- > 0; v /= 10) f.data[2 + i] = static_cast<char>('0' + v % 10);
+  return f;
+}();
+
+/// Whether a dim name is a unit_axis's ("1@P").
+constexpr bool is_unit_axis_name(std::string_view n) { return n.size() > 2 && n[0] == '1' && n[1] == '@'; }
+}  // namespace detail
+
+/// The size-1 axis that a `1` or `()` at position P of a pattern's output
+/// adds (einops' `b c h w -> b c 1 1`): a dim of static extent 1 named
+/// "1@P", a name no label can spell, so a pattern reaches it only by
+/// position, as `1` again (`b c 1 1 -> b c`). Two size-1 axes at the same
+/// output position are the same dim. docs/design.md, "Size-1 axes", says why.
+template <std::size_t P>
+struct unit_axis : dim<detail::unit_axis_name<P>, 1> {};
 
 namespace detail {
 template <class L, std::size_t Pos, std::size_t Count, class Ins>
@@ -104,6 +135,11 @@ auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
   using T = value_type_of_t<E>;
   constexpr std::size_t n = NewDims::size;
   const auto in = e.extents();
+  if constexpr (n == 0) {
+    if (in[Pos] != 1)
+      throw shape_error("dim '" + std::string(L::names[Pos]) + "' of extent " + std::to_string(in[Pos]) +
+                        " stands at a size-1 axis ('1' or '()') of the pattern: its extent must be 1");
+  }
   if (detail::checked_product(ext.data(), NewDims::names.data(), n, "split") != in[Pos]) {
     std::string parts;
     for (std::size_t i = 0; i < n; ++i)
@@ -140,6 +176,90 @@ auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
     const auto rs = detail::row_major_strides<R::size>(rext);
     for (std::size_t i = 0; i < R::size; ++i) strides[i] = rext[i] == 1 ? 0 : rs[i];
     return RT::adopt(typename RT::storage_type(std::move(t.storage().storage()), std::move(shape), std::move(strides)));
+  }
+}
+
+namespace detail {
+// Whether e is read in place by a view of it: a tensor_view, or an lvalue
+// tensor (an rvalue tensor owns its storage, which a view cannot keep).
+template <class E>
+inline constexpr bool viewable_v =
+    requires(const std::remove_cvref_t<E>& e) {
+      e.data();
+      e.strides();
+    } && (std::is_lvalue_reference_v<E> || !requires(std::remove_cvref_t<E>& e) { e.storage(); });
+}  // namespace detail
+
+/// A lazy expression E with its dims in the order of Out (the same names):
+/// a transpose. Element-wise parents read E by name, as if nothing moved;
+/// assigned, E writes into the destination through permuted strides.
+template <class Out, class E>
+class reorder_expr : public expression_tag {
+ public:
+  using value_type = value_type_of_t<E>;
+  using dims = detail::select_t<dims_of_t<E>, positions_in<Out, dims_of_t<E>>()>;
+  static constexpr std::size_t rank = dims::size;
+
+  template <class X>
+  explicit reorder_expr(X&& e) : e_(std::forward<X>(e)) {}
+
+  std::array<std::size_t, rank> extents() const { return detail::permute<dims_of_t<E>, dims>(e_.extents()); }
+  const auto& operand() const { return e_; }
+
+  template <class Root>
+  auto evaluator() const {
+    return e_.template evaluator<Root>();
+  }
+  void eval_to(const strided<value_type, rank>& dst) const {
+    using In = dims_of_t<E>;
+    e_.eval_to(strided<value_type, rank>{dst.data, detail::permute<dims, In>(dst.extents),
+                                          detail::permute<dims, In>(dst.strides)});
+  }
+
+ private:
+  detail::closure_t<E> e_;
+};
+
+/// e with its dims in the order of the list Out (the same names): e itself
+/// when the order is already Out's, a view of a tensor or view, otherwise a
+/// lazy `reorder_expr`.
+template <class Out, named_expression E>
+decltype(auto) reorder(E&& e) {
+  using L = dims_of_t<E>;
+  static_assert(same_name_set_v<L, Out>, "dimsum: reorder needs the same dims in another order");
+  if constexpr (std::is_same_v<detail::select_t<L, positions_in<Out, L>()>, L>) {
+    if constexpr (std::is_lvalue_reference_v<E>)
+      return static_cast<E>(e);
+    else
+      return std::remove_cvref_t<E>(std::move(e));
+  } else if constexpr (detail::viewable_v<E>) {
+    using R = detail::select_t<L, positions_in<Out, L>()>;
+    return view_for_t<std::remove_pointer_t<decltype(e.data())>, R>(e.data(), detail::permute<L, R>(e.extents()),
+                                                                    detail::permute<L, R>(e.strides()));
+  } else {
+    return reorder_expr<Out, E>(std::forward<E>(e));
+  }
+}
+
+/// e with the size-1 dim U inserted at position Pos: a view of a tensor or
+/// view, otherwise a lazy merge of no dims into U.
+template <std::size_t Pos, dimension U, named_expression E>
+auto insert_unit_axis(E&& e) {
+  using L = dims_of_t<E>;
+  if constexpr (detail::viewable_v<E>) {
+    using R = splice_t<L, Pos, 0, dim_list<U>>;
+    const auto in = e.extents();
+    const auto st = e.strides();
+    std::array<std::size_t, R::size> ext{};
+    std::array<std::ptrdiff_t, R::size> rst{};
+    for (std::size_t i = 0; i < R::size; ++i) {
+      ext[i] = i < Pos ? in[i] : i == Pos ? 1 : in[i - 1];
+      rst[i] = i < Pos ? st[i] : i == Pos ? 0 : st[i - 1];
+    }
+    detail::check_static_extents<R>(ext, "size-1 axis");
+    return view_for_t<std::remove_pointer_t<decltype(e.data())>, R>(e.data(), ext, rst);
+  } else {
+    return merge_expr<Pos, 0, U, E>(std::forward<E>(e));
   }
 }
 

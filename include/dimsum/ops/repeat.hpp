@@ -1,25 +1,30 @@
 #pragma once
 /// \file
-/// `repeat(x, batch{4}, ...)`: new dims along which x is repeated (einops
-/// `repeat(x, "n d -> b n d", b=4)`), as a broadcasting view: nothing is
-/// copied until the expression is assigned or evaluated.
+/// einops' repeat, in two spellings:
+///
+///     repeat(x, batch{4})                                // new dims first: (batch, x's dims...)
+///     repeat<"n d -> b n d">(x, b{4})                    // a pattern: new dims anywhere
+///     repeat<"h w -> hh(r h) w">(x, r{2})                // tiling inside a group (np.tile)
+///     repeat<"h w -> hh(h r) w">(x, r{2})                // each element r times (repeat_interleave)
+///     repeat<"() n d -> b n d">(x, b{4})                 // a size-1 axis replaced by a new dim
+///
+/// Broadcasting views, not copies, until assignment: a new dim is read
+/// with stride 0 (a `tensor_view` of a tensor or view, a lazy node
+/// otherwise); a group that merges a new dim with others is written by the
+/// assignment straight into its destination (used inside a larger
+/// element-wise expression, it is evaluated once into a temporary).
 
 #include <array>
 #include <cstddef>
 #include <string_view>
 #include <utility>
 
-#include <dimsum/core/diagnostics.hpp>
+#include <dimsum/ops/detail/pattern_checks.hpp>
+#include <dimsum/ops/einsum.hpp>
+#include <dimsum/ops/regroup.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
-
-/// Checker: repeat adds a dim the tensor already has (or names one twice).
-template <class Dim, class Dims>
-struct repeat_adds_a_dim_the_tensor_already_has {
-  static_assert(detail::always_false<Dim, Dims>,
-                "dimsum: repeat adds a dim that the tensor already has (a dim appears once per tensor)");
-};
 
 /// The lazy repetition of E along the new dims Ds: dims (Ds..., E's dims).
 template <class E, dimension... Ds>
@@ -93,6 +98,72 @@ auto repeat(E&& e, const Ds&... d) {
   } else {
     return repeat_expr<E, Ds...>(std::forward<E>(e), d...);
   }
+}
+
+namespace detail {
+/// repeat: the output's flat dims that the operand lacks are new, with
+/// extents from the dims passed after it; the operand is read with stride
+/// 0 along them, in the output's order.
+struct repeat_mode {
+  static constexpr bool single_operand = true;
+  static constexpr bool keeps_every_dim = true;
+  static constexpr bool adds_dims = true;
+  static constexpr bool ellipsis_on_the_left_only = false;
+  template <class Label>
+  static void report_dropped() {
+    report<repeat_drops_a_dim<Label>>();
+  }
+
+  template <class FlatOut, class Extras, class Flat>
+  auto apply(const Extras& extras, Flat&& flat) const {
+    using In = dims_of_t<Flat>;
+    using New = difference_t<In, FlatOut>;
+    if constexpr (viewable_v<Flat>) {
+      using T = value_type_of_t<Flat>;
+      const auto in_ext = flat.extents();
+      const auto in_st = flat.strides();
+      std::array<std::size_t, FlatOut::size> ext{};
+      std::array<std::ptrdiff_t, FlatOut::size> st{};
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              using D = at_t<FlatOut, I>;
+              constexpr std::size_t p = find_name(In::names, D::name.view());
+              if constexpr (p == npos) {
+                ext[I] = extra_dim_value<D>(extras).value;
+              } else {
+                ext[I] = in_ext[p];
+                st[I] = in_st[p];
+              }
+            }(),
+            ...);
+      }(std::make_index_sequence<FlatOut::size>{});
+      checked_size<T, FlatOut>(ext, "repeat");
+      return view_for_t<const T, FlatOut>(flat.data(), ext, st);
+    } else {
+      return [&]<class... Ds>(dim_list<Ds...>*) {
+        return reorder<FlatOut>(repeat_expr<Flat, Ds...>(std::forward<Flat>(flat), extra_dim_value<Ds>(extras)...));
+      }(static_cast<New*>(nullptr));
+    }
+  }
+};
+}  // namespace detail
+
+/// einops' repeat with a pattern: `repeat<"h w -> h w c">(x, c{3})`. Each
+/// output label the input lacks is a new dim whose extent is given by a
+/// dim passed after the tensor; inside a group it tiles (`hh(r h)`: the
+/// whole h, r times) or repeats each element (`hh(h r)`). Input groups
+/// split, `1`/`()` are size-1 axes (dropped on the left, added on the
+/// right), and `...` stands for the other dims by name. A list of tensors
+/// may stand for the tensor, as in rearrange. Compile time: every input
+/// dim is kept (`repeat_drops_a_dim`), each new dim's extent is given
+/// (`repeat_new_dim_has_no_extent`), and no extent is given for a dim the
+/// tensor has (`repeat_adds_a_dim_the_tensor_already_has`). A broadcasting
+/// view (see the file comment).
+template <fixed_string S, class... Args>
+  requires(sizeof...(Args) > 0)
+auto repeat(Args&&... args) {
+  return detail::pattern_args<S>(detail::repeat_mode{}, std::forward<Args>(args)...);
 }
 
 }  // namespace dimsum

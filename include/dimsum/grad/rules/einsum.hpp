@@ -103,8 +103,9 @@ constexpr std::size_t leading_operands() {
 }
 
 /// The string spelling on vars: the forward is dimsum's einsum of the
-/// values; the flat dims and extents come from the same parser and group
-/// resolution the forward used.
+/// values; the flat dims and extents come from the same parser, `...`
+/// expansion and group resolution the forward used (size-1 axes, which
+/// hold one element, drop out of the flat dims).
 template <fixed_string S, bool Rearrange, class... Args>
 auto einsum_string_var(Args&&... args) {
   namespace dd = dimsum::detail;
@@ -121,34 +122,17 @@ auto einsum_string_var(Args&&... args) {
       using T = value_type_of_t<decltype(fwd)>;
       tensor_for_t<T, dims_of_t<decltype(fwd)>> value = std::move(fwd);
       using XL = dim_list<std::remove_cvref_t<std::tuple_element_t<n_ops + X, All>>...>;
-      using Pool = typename dd::union_all<typename std::tuple_element_t<J, Ops>::dims..., XL>::type;
-      using Flats = std::tuple<
-          typename dd::flat_operand_dims<S, J, typename std::tuple_element_t<J, Ops>::dims, Pool>::type...>;
-      using FlatPool = typename dd::union_all<std::tuple_element_t<J, Flats>...>::type;
-      static constexpr const dd::parsed_einsum& p = dd::parsed_v<S>;
-      constexpr auto pos = [] {
-        std::array<std::size_t, p.output.n_labels> a{};
-        for (std::size_t i = 0; i < a.size(); ++i) a[i] = dd::find_name(FlatPool::names, p.output.labels[i]);
-        return a;
-      }();
-      using FlatOut = dd::select_t<FlatPool, pos>;
+      // The string the forward ran: `...` expanded for these operands.
+      static constexpr auto SE = dd::pattern_string_v<S, false, typename std::tuple_element_t<J, Ops>::dims...>;
+      using P = dd::pattern_flat_dims<SE, XL, typename std::tuple_element_t<J, Ops>::dims...>;
+      using Flats = typename P::flats;
+      using FlatOut = typename P::template out<false>;
       const auto values = std::forward_as_tuple(std::get<J>(ops).value()...);
       const std::tuple<std::remove_cvref_t<std::tuple_element_t<n_ops + X, All>>...> extras{
           std::get<n_ops + X>(all)...};
       const std::tuple<std::array<std::size_t, std::tuple_element_t<J, Flats>::size>...> exts{
-          dd::split_groups<S, J, p.inputs[J].n_items, std::tuple_element_t<J, Flats>>(
-              std::get<J>(values), dd::all_group_extents<S, J, std::tuple_element_t<J, Flats>>(values, extras))
-              .extents()...};
-      std::array<std::size_t, FlatOut::size> out_ext{};
-      (
-          [&] {
-            using FJ = std::tuple_element_t<J, Flats>;
-            for (std::size_t i = 0; i < FlatOut::size; ++i) {
-              const std::size_t k = dd::find_name(FJ::names, FlatOut::names[i]);
-              if (k != dd::npos) out_ext[i] = std::get<J>(exts)[k];
-            }
-          }(),
-          ...);
+          dd::flat_extents<SE, J, std::tuple_element_t<J, Flats>>(values, extras)...};
+      const auto out_ext = dd::flat_output_extents<FlatOut, std::tuple_element_t<J, Flats>...>(exts, extras);
       return record_einsum<FlatOut, std::tuple_element_t<J, Flats>...>(std::move(value), ops, exts, out_ext);
     }
   }(std::make_index_sequence<n_ops>{}, std::make_index_sequence<sizeof...(Args) - n_ops>{});
