@@ -332,3 +332,22 @@ TEST_CASE("fused variants against PyTorch: window, ALiBi, GQA, MQA", "[fused][va
     }
   }
 }
+
+TEST_CASE("fused variants: which ones the fused backward differentiates", "[fused][variants][grad]") {
+  // grad::fused_attention reports the others at compile time
+  // (tests/compile_fail/grad_fused_attention_window.cpp).
+  const inputs<float> in(sizes{1, 1, 1, 3, 3, 2});
+  tensor<bool, batch, k_posn> keep(batch{1}, k_posn{3});
+  const auto slopes = alibi_slopes<float>(kv_heads{1});
+  const auto distance = relative_positions<float>(q_posn{3}, k_posn{3});
+  auto causal = attend(softmax<k_posn>(causal_mask<q_posn, k_posn>(scores_of(in.q, in.k), -INFINITY)), in.v);
+  auto padded = attend(softmax<k_posn>(where(keep, scores_of(in.q, in.k), -INFINITY)), in.v);
+  auto window = attend(softmax<k_posn>(window_mask<q_posn, k_posn>(scores_of(in.q, in.k), 2, -INFINITY)), in.v);
+  auto biased = attend(softmax<k_posn>(scores_of(in.q, in.k) + outer(slopes, distance)), in.v);
+  STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(causal)>);
+  STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(padded)>);
+  STATIC_REQUIRE(uses_fused_attention_v<decltype(window)>);
+  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(window)>);
+  STATIC_REQUIRE(uses_fused_attention_v<decltype(biased)>);
+  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(biased)>);
+}

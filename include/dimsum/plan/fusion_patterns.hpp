@@ -43,6 +43,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim_list.hpp>
 #include <dimsum/kernels/attention.hpp>
 #include <dimsum/kernels/contraction_args.hpp>
@@ -94,6 +95,7 @@ struct chain {
   static constexpr bool ok = false;
   static constexpr std::size_t stages = 0, biases = 0;
   static constexpr bool differentiable = false;
+  static constexpr kind not_differentiable = kind::none;  // a link the backward lacks
   using base = void;
   static constexpr std::string_view query{};
   static constexpr bool masks_ok(std::string_view, std::string_view) { return false; }
@@ -105,6 +107,7 @@ struct chain<E, contraction_node<Out, A, B>> {
   static constexpr bool ok = true;
   static constexpr std::size_t stages = 0, biases = 0;
   static constexpr bool differentiable = true;
+  static constexpr kind not_differentiable = kind::none;
   using base = E;
   static constexpr std::string_view query{};
   static constexpr bool masks_ok(std::string_view, std::string_view) { return true; }
@@ -119,6 +122,7 @@ struct wrap {
   static constexpr bool ok = inner::ok;
   static constexpr std::size_t stages = inner::stages + (is_bias ? 0 : 1), biases = inner::biases + (is_bias ? 1 : 0);
   static constexpr bool differentiable = inner::differentiable && Differentiable;
+  static constexpr kind not_differentiable = Differentiable ? inner::not_differentiable : K;
   using base = typename inner::base;
   static constexpr std::string_view query = inner::query;
   static constexpr bool masks_ok(std::string_view q, std::string_view key) { return inner::masks_ok(q, key); }
@@ -317,14 +321,53 @@ struct match<E, contraction_node<Out, A, B>> {
   }();
   static constexpr bool value = facts.ok;
   /// Whether the backward of grad::fused_attention handles every link
-  /// (scales, causal masks, boolean masks; not windows, offsets or biases).
-  static constexpr bool differentiable = [] {
+  /// (scales, causal masks, boolean masks; not windows, offsets or biases),
+  /// and if not, which link it lacks.
+  static constexpr kind not_differentiable = [] {
     if constexpr (p_index == 2)
-      return false;
+      return kind::none;
     else
-      return chain<typename softmax_parts<bare<std::tuple_element_t<p_index, std::tuple<A, B>>>>::scores>::differentiable;
+      return chain<typename softmax_parts<bare<std::tuple_element_t<p_index, std::tuple<A, B>>>>::scores>::not_differentiable;
   }();
+  static constexpr bool differentiable = p_index != 2 && not_differentiable == kind::none;
 };
+
+/// The links the fused backward lacks, as diagnostics name them.
+struct window_mask_stage {};
+struct additive_bias_stage {};
+
+}  // namespace dimsum::plan::fusion
+
+namespace dimsum {
+
+/// Checker: grad::fused_attention over a pattern whose stage Stage (a
+/// window mask, an additive bias) the fused backward does not
+/// differentiate; KeyDim is the softmax's dim.
+template <class KeyDim, class Stage>
+struct fused_attention_backward_lacks_a_stage {
+  static_assert(detail::always_false<KeyDim, Stage>,
+                "dimsum: grad::fused_attention differentiates scales, causal_mask and boolean masks only; this "
+                "attention has a window_mask or an additive bias on its scores: write it on vars without "
+                "fused_attention (unfused), or use causal_mask");
+};
+
+}  // namespace dimsum
+
+namespace dimsum::plan::fusion {
+
+/// Reports (one `dimsum:` error) when the fused attention E has a stage the
+/// fused backward lacks; grad::fused_attention calls it, so a variant is
+/// never silently mis-differentiated.
+template <class E>
+constexpr void require_differentiable() {
+  using M = match<bare<E>>;
+  if constexpr (M::value && !M::differentiable) {
+    using stage = std::conditional_t<M::not_differentiable == kind::window, window_mask_stage, additive_bias_stage>;
+    using P = bare<std::tuple_element_t<M::p_index, typename bare<E>::operands_type>>;
+    using key_dim = typename softmax_parts<P>::dim;
+    dimsum::detail::report<fused_attention_backward_lacks_a_stage<diagnostic_name_t<key_dim>, stage>>();
+  }
+}
 
 }  // namespace dimsum::plan::fusion
 
