@@ -351,3 +351,33 @@ TEST_CASE("fused variants: which ones the fused backward differentiates", "[fuse
   STATIC_REQUIRE(uses_fused_attention_v<decltype(biased)>);
   STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(biased)>);
 }
+
+TEMPLATE_TEST_CASE("fused variants: incremental decoding, new queries against a kv_cache on the few-rows path",
+                   "[fused][variants][decode]", float, double) {
+  using T = TestType;
+  for (std::size_t m : {std::size_t(1), std::size_t(3), std::size_t(4), std::size_t(5)}) {  // 5: the tile path
+    for (std::size_t window : {kernels::unbounded_window, std::size_t(40)}) {
+      INFO(m << " new queries, window " << window);
+      const std::size_t len = 203;  // keys after the append: the new ones are the last m
+      const inputs<T> in(sizes{2, 2, 2, m, len, 16});
+      kv_cache<T, k_posn, batch, k_posn, kv_heads, d_head> cache(batch{2}, k_posn{256}, kv_heads{2}, d_head{16});
+      cache.append(slice<k_posn>(in.k, 0, len - m), slice<k_posn>(in.v, 0, len - m));  // the prompt
+      cache.append(slice<k_posn>(in.k, len - m, len), slice<k_posn>(in.v, len - m, len));
+      const auto keys = cache.keys();  // views of the filled prefix; z refers to them
+      const auto values = cache.values();
+      auto z = attend(
+          softmax<k_posn>(window_mask<q_posn, k_posn>(scores_of(in.q, keys) * T(0.25), window, T(-inf), len - m)),
+          values);
+      static_assert(uses_fused_attention_v<decltype(z)>);
+      const auto want = in.ref([&](double x, auto, auto, auto, std::size_t i, std::size_t j) {
+        return in_window(i, j, window, len - m) ? x * 0.25 : -inf;
+      });
+      const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-11;
+      for (int threads : {1, 2}) {
+        test::thread_count_guard guard(threads);
+        const out_t<T> got = z;
+        CHECK(mismatches(got.data(), want, tol, tol * 10) == 0);
+      }
+    }
+  }
+}

@@ -14,7 +14,8 @@
 /// stage sends to -inf for every row of a query tile (past its last row,
 /// before its first row's window) are skipped. Q·Kᵀ and P·V run
 /// on the GEMM micro-kernel, so raw scores are bit-identical to the unfused
-/// einsum's; exp is vectorised with xsimd. Work items (batch index, query
+/// einsum's (except for at most `few_rows` query rows, incremental
+/// decoding, which run row by row on dot products without packing); exp is vectorised with xsimd. Work items (batch index, query
 /// tile) are spread over OpenMP threads; each thread packs K and V of the
 /// batch index it works on into its own buffer, so there are no barriers.
 ///
@@ -194,6 +195,7 @@ struct attention_kernel {
   static constexpr std::size_t MR = blk::mr, NR = blk::nr;
   static constexpr std::size_t BR = round_up(64, MR);   // query rows per tile
   static constexpr std::size_t BC = round_up(128, NR);  // keys per tile
+  static constexpr std::size_t few_rows = 4;            // at most this many query rows: run_row
 
   const attention_args<T>& a;
   bool vanish[max_score_stages] = {};  // masked_keys_vanish of each causal stage
@@ -218,7 +220,9 @@ struct attention_kernel {
     std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
   };
   std::size_t scratch_bytes() const {
-    const std::size_t kp = nk_pad * a.dk, vp = dv_pad * a.nk, qp = BR * a.dk, s = BR * BC, o = BR * dv_pad;
+    const bool packs = a.nq > few_rows;  // run_row reads K and V in place
+    const std::size_t kp = packs ? nk_pad * a.dk : 0, vp = packs ? dv_pad * a.nk : 0, qp = BR * a.dk, s = BR * BC,
+                      o = BR * dv_pad;
     std::size_t total = 0;
     for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad, BC}) total += round_up(n * sizeof(T), scratch_alignment);
     return total;
@@ -231,8 +235,9 @@ struct attention_kernel {
       return r;
     };
     buffers b;
-    b.kp = take(nk_pad * a.dk);
-    b.vp = take(dv_pad * a.nk);
+    const bool packs = a.nq > few_rows;
+    b.kp = take(packs ? nk_pad * a.dk : 0);
+    b.vp = take(packs ? dv_pad * a.nk : 0);
     b.qp = take(BR * a.dk);
     b.s = take(BR * BC);
     b.o = take(BR * dv_pad);
@@ -506,6 +511,60 @@ struct attention_kernel {
     }
   }
 
+  /// Query row i of batch index bi alone, without packing (the few-rows
+  /// path of incremental decoding: one or a few new queries against a key
+  /// cache, where packing K and V would cost as much as the product):
+  /// scores by dot products over d, the same stages and online softmax as
+  /// the tiles, then O += p_j V[j] row by row.
+  void run_row(buffers& buf, std::size_t bi, std::size_t i) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
+    const key_range kept = kept_keys(a, vanish, i, i);
+    const T* qr = a.q + a.batch_offset(a.q_batch, bi) + static_cast<std::ptrdiff_t>(i) * a.q_row;
+    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
+    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    const bool unit = a.q_col == 1 && a.k_col == 1 && a.v_col == 1;
+    T* o = buf.o;
+    std::fill(o, o + dv_pad, T(0));
+    T m = -std::numeric_limits<T>::infinity(), l = T(0);
+    for (std::size_t j0 = kept.lo; j0 < kept.hi; j0 += BC) {
+      const std::size_t n = std::min(BC, kept.hi - j0), n_vec = round_up(n, W);
+      T* row = buf.s;
+      for (std::size_t x = 0; x < n; ++x) {
+        const T* kr = kb + static_cast<std::ptrdiff_t>(j0 + x) * a.k_row;
+        T dot = T(0);
+        std::size_t d = 0;
+        if constexpr (W > 1) {
+          if (unit) {
+            auto acc = ops::zero();
+            for (; d + W <= a.dk; d += W) acc = ops::fma(ops::loadu(qr + d), ops::loadu(kr + d), acc);
+            dot = xsimd::hadd(acc);
+          }
+        }
+        for (; d < a.dk; ++d)
+          dot += qr[static_cast<std::ptrdiff_t>(d) * a.q_col] * kr[static_cast<std::ptrdiff_t>(d) * a.k_col];
+        row[x] = dot;
+      }
+      const T mx = prepare_row(row, buf.bias, bi, i, j0, n, n_vec);
+      const T alpha = online_row(row, n_vec, mx, m, l);
+      if (j0 > kept.lo && alpha != T(1)) scale_row<T, Arch>(o, dv_pad, alpha);
+      for (std::size_t x = 0; x < n; ++x) {
+        const T p = row[x];
+        const T* vr = vb + static_cast<std::ptrdiff_t>(j0 + x) * a.v_row;
+        std::size_t c = 0;
+        if constexpr (W > 1) {
+          if (unit)
+            for (; c + W <= a.dv; c += W) ops::storeu(o + c, ops::fma(ops::broadcast(p), ops::loadu(vr + c), ops::loadu(o + c)));
+        }
+        for (; c < a.dv; ++c) o[c] += p * vr[static_cast<std::ptrdiff_t>(c) * a.v_col];
+      }
+    }
+    if ((kept.lo > 0 || kept.hi < a.nk) && skipped_keys_term(buf, bi, kept))
+      for (std::size_t c = 0; c < a.dv; ++c) o[c] += buf.z[c];
+    T* dst = a.out + a.batch_offset(a.out_batch, bi) + static_cast<std::ptrdiff_t>(i) * a.out_row;
+    for (std::size_t c = 0; c < a.dv; ++c) dst[static_cast<std::ptrdiff_t>(c) * a.out_col] = o[c] / l;
+  }
+
   void run() const {
     const std::size_t nb = a.batch_size();
     if (nb == 0 || a.nq == 0 || a.dv == 0) return;
@@ -518,14 +577,19 @@ struct attention_kernel {
       }
       return;
     }
-    const std::size_t tiles = (a.nq + BR - 1) / BR;
+    // A few query rows (decoding) run row by row; more run in tiles.
+    const bool rows = a.nq <= few_rows;  // scratch_bytes and carve agree
+    const std::size_t tiles = rows ? a.nq : (a.nq + BR - 1) / BR;
     const auto items = static_cast<std::int64_t>(nb * tiles);
     const std::size_t bytes = scratch_bytes();
     // Later tiles see more keys under a causal mask: hand them out first.
     auto work = [&](buffers& buf, std::int64_t item) {
       const std::size_t bi = static_cast<std::size_t>(item) / tiles;
       const std::size_t t = tiles - 1 - static_cast<std::size_t>(item) % tiles;
-      run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
+      if (rows)
+        run_row(buf, bi, t);
+      else
+        run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
     };
 #ifdef _OPENMP
     std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
