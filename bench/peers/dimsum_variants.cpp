@@ -98,6 +98,5 @@ int main(int argc, char** argv) {
       gz = std::move(e);
     }
   };
-  const float* out = variant == "gqa" ? gz.data() : z.data();
-  return bench::time_and_write(args, forward, [&] { return out; }, n);
+  return bench::time_and_write(args, forward, [&] { return variant == "gqa" ? gz.data() : z.data(); }, n);
 }
