@@ -89,7 +89,13 @@ TEST_CASE("data-parallel AdamW steps equal single-process training on the whole 
       loss_mine = loss.item();
       t.backward(loss);
     }
+    dist::reset_traffic();
     bytes = dist::average_gradients<data>(m, parallel);
+    // One all-reduce of every float gradient; a ring sends 2 (n - 1) / n of it.
+    CHECK(dist::traffic_counter().calls == 1);
+    CHECK(dist::traffic_counter().payload_bytes == dimsum::nn::parameter_count(parallel) * sizeof(float));
+    CHECK(dist::traffic_counter().ring_bytes ==
+          2 * (std::size_t(n) - 1) * dimsum::nn::parameter_count(parallel) * sizeof(float) / std::size_t(n));
     opt_parallel.step(parallel);
     // The mean of the ranks' losses is the whole batch's loss.
     float loss_sum = 0;
