@@ -11,6 +11,8 @@
 
 #include <mpi.h>
 
+#include "world.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -35,16 +37,6 @@ DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_model);
 DIMSUM_DIM(d_head, 3);
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 // The tensors' values, by global index (distinct, exact in float).
 float w_value(std::size_t h, std::size_t m, std::size_t k) { return float(100 * h + 10 * m + k) + 0.25f; }
@@ -82,27 +74,6 @@ MPI_Comm first_ranks(int n) {
   MPI_Comm c = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, world_rank() < n ? 0 : MPI_UNDEFINED, world_rank(), &c);
   return c;
-}
-
-/// A fresh directory every rank sees (rank 0 makes it and broadcasts its name).
-std::string shared_dir(const std::string& tag) {
-  std::string dir;
-  if (world_rank() == 0) {
-    std::random_device rd;
-    dir = (fs::temp_directory_path() / ("dimsum-ckpt-" + tag + "-" + std::to_string(rd()) + "-" +
-                                        std::to_string(world_size())))
-              .string();
-    fs::remove_all(dir);
-  }
-  int len = static_cast<int>(dir.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  dir.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return dir;
-}
-void remove_dir(const std::string& dir) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (world_rank() == 0) fs::remove_all(dir);
 }
 
 /// Mesh layouts (data x model) of n ranks: how a save lays them out, and a

@@ -10,6 +10,8 @@
 
 #include <mpi.h>
 
+#include "world.hpp"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -32,16 +34,6 @@ DIMSUM_DIM(d_model);
 DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_head);
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 
 using weights = seed000::attention_weights<d_model, nheads, d_head>;
 using split_heads = dist::split<nheads, model>;

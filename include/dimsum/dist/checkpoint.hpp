@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -45,6 +46,7 @@
 #include <dimsum/dist/mesh.hpp>
 #include <dimsum/dist/sharded.hpp>
 #include <dimsum/io/safetensors.hpp>
+#include <dimsum/nn/module.hpp>
 
 namespace dimsum::dist {
 
@@ -456,6 +458,104 @@ template <class X>
 constexpr bool has_partial_v = std::tuple_size_v<typename filter<keep_partials, typename stored<X>::placements>::type> != 0;
 }  // namespace detail
 
+namespace detail {
+/// The collective save of the items `make_items(items)` appends (see
+/// save_checkpoint).
+template <class Mesh, class F>
+void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
+  namespace fs = std::filesystem;
+  const auto& c = *m.comms();
+  const int me = m.rank(), ranks = m.size();
+  const std::string what = "saving checkpoint '" + dir + "'";
+  // The new generation: one more than the index's (rank 0 reads it).
+  unsigned long long generation = 1;
+  on_every_rank(m.comm(), what, [&] {
+    if (me != 0) return;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw checkpoint_error("cannot create directory '" + dir + "': " + ec.message());
+    if (fs::exists(fs::path(dir) / checkpoint_index_name))
+      generation = read_index(dir).at("generation").get<unsigned long long>() + 1;
+  });
+  check_mpi(MPI_Bcast(&generation, 1, MPI_UNSIGNED_LONG_LONG, 0, m.comm()), "MPI_Bcast (generation)");
+
+  std::vector<save_item> items;
+  bool written = false;
+  const std::string my_file = rank_file_name(generation, me, ranks);
+  auto remove_mine = [&] {
+    std::error_code ignored;
+    if (written) fs::remove(fs::path(dir) / my_file, ignored);
+  };
+  try {
+    on_every_rank(m.comm(), what, [&] {
+      make_items(items);
+      std::set<std::string> seen;
+      safetensors_contents mine;
+      for (auto& it : items) {
+        if (!seen.insert(it.name).second) throw checkpoint_error("two entries are named '" + it.name + "'");
+        if (!writes_block(it.axes, c.coords)) continue;
+        mine.metadata["dimsum.dims." + it.name] = join(it.dims, " ");
+        mine.metadata["dimsum.offset." + it.name] =
+            join_sizes(block_at(it.global, it.axes, c, c.coords).offset);
+        mine.tensors.emplace(it.name, it.local);
+      }
+      if (mine.tensors.empty()) return;
+      write_safetensors((fs::path(dir) / my_file).string(), mine);
+      written = true;
+    });
+    // Every rank file is on disk: rank 0 writes the index that makes it the checkpoint.
+    on_every_rank(m.comm(), what, [&] {
+      if (me != 0) return;
+      nlohmann::json index;
+      index["format"] = "dimsum-sharded-checkpoint";
+      index["generation"] = generation;
+      index["ranks"] = ranks;
+      index["mesh"] = nlohmann::json::array();
+      for (std::size_t a = 0; a < c.names.size(); ++a) index["mesh"].push_back({{"axis", c.names[a]}, {"size", c.sizes[a]}});
+      std::vector<std::string> files;
+      std::map<int, std::size_t> file_of_rank;
+      nlohmann::json tensors = nlohmann::json::object();
+      for (const auto& it : items) {
+        nlohmann::json blocks = nlohmann::json::array();
+        for (int r = 0; r < ranks; ++r) {
+          const auto coords = coords_of(c, r);
+          if (!writes_block(it.axes, coords)) continue;
+          if (!file_of_rank.count(r)) {
+            file_of_rank[r] = files.size();
+            files.push_back(rank_file_name(generation, r, ranks));
+          }
+          const auto b = block_at(it.global, it.axes, c, coords);
+          blocks.push_back({{"file", file_of_rank[r]}, {"offset", b.offset}, {"shape", b.shape}});
+        }
+        tensors[it.name] = {{"dtype", it.dtype}, {"dims", it.dims}, {"shape", it.global}, {"blocks", blocks}};
+      }
+      index["files"] = files;
+      index["tensors"] = tensors;
+      const std::string text = index.dump(1);
+      io::detail::write_file_atomically<checkpoint_error>((fs::path(dir) / checkpoint_index_name).string(),
+                                                           reinterpret_cast<const std::byte*>(text.data()), text.size());
+    });
+  } catch (...) {
+    remove_mine();
+    throw;
+  }
+  // The new index is in place: rank 0 removes the files of other generations.
+  if (me == 0) {
+    const std::string keep_prefix = "g" + std::to_string(generation) + "-";
+    std::error_code ec;
+    for (const auto& f : fs::directory_iterator(dir, ec)) {
+      const std::string n = f.path().filename().string();
+      if (n.size() > 12 && n[0] == 'g' && n.find("-rank") != std::string::npos &&
+          n.ends_with(".safetensors") && n.rfind(keep_prefix, 0) != 0) {
+        std::error_code ignored;
+        fs::remove(f.path(), ignored);
+      }
+    }
+  }
+  check_mpi(MPI_Barrier(m.comm()), "MPI_Barrier (checkpoint saved)");
+}
+}  // namespace detail
+
 /// Saves named tensors (`dist::entry("W_Q", W_Q)`: plain tensors are
 /// replicated, sharded ones split) to directory `dir` as one checkpoint,
 /// collectively over mesh m: each block is written once, by the rank at
@@ -469,97 +569,67 @@ void save_checkpoint(const mesh<Axes...>& m, const std::string& dir, const named
     using Ps = detail::tuple_cat_t<typename detail::stored<Xs>::placements...>;
     detail::report_partial<op_save, Ps>();
   } else {
-    namespace fs = std::filesystem;
-    const auto& c = *m.comms();
-    const int me = m.rank(), ranks = m.size();
-    const std::string what = "saving checkpoint '" + dir + "'";
-    // The new generation: one more than the index's (rank 0 reads it).
-    unsigned long long generation = 1;
-    detail::on_every_rank(m.comm(), what, [&] {
-      if (me != 0) return;
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) throw checkpoint_error("cannot create directory '" + dir + "': " + ec.message());
-      if (fs::exists(fs::path(dir) / checkpoint_index_name))
-        generation = detail::read_index(dir).at("generation").get<unsigned long long>() + 1;
+    detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
+      (items.push_back(detail::save_item_of(entries, *m.comms())), ...);
     });
-    detail::check_mpi(MPI_Bcast(&generation, 1, MPI_UNSIGNED_LONG_LONG, 0, m.comm()), "MPI_Bcast (generation)");
-
-    std::vector<detail::save_item> items;
-    bool written = false;
-    const std::string my_file = detail::rank_file_name(generation, me, ranks);
-    auto remove_mine = [&] {
-      std::error_code ignored;
-      if (written) fs::remove(fs::path(dir) / my_file, ignored);
-    };
-    try {
-      detail::on_every_rank(m.comm(), what, [&] {
-        (items.push_back(detail::save_item_of(entries, c)), ...);
-        std::set<std::string> seen;
-        safetensors_contents mine;
-        for (auto& it : items) {
-          if (!seen.insert(it.name).second) throw checkpoint_error("two entries are named '" + it.name + "'");
-          if (!detail::writes_block(it.axes, c.coords)) continue;
-          mine.metadata["dimsum.dims." + it.name] = detail::join(it.dims, " ");
-          mine.metadata["dimsum.offset." + it.name] =
-              detail::join_sizes(detail::block_at(it.global, it.axes, c, c.coords).offset);
-          mine.tensors.emplace(it.name, it.local);
-        }
-        if (mine.tensors.empty()) return;
-        write_safetensors((fs::path(dir) / my_file).string(), mine);
-        written = true;
-      });
-      // Every rank file is on disk: rank 0 writes the index that makes it the checkpoint.
-      detail::on_every_rank(m.comm(), what, [&] {
-        if (me != 0) return;
-        nlohmann::json index;
-        index["format"] = "dimsum-sharded-checkpoint";
-        index["generation"] = generation;
-        index["ranks"] = ranks;
-        index["mesh"] = nlohmann::json::array();
-        for (std::size_t a = 0; a < c.names.size(); ++a) index["mesh"].push_back({{"axis", c.names[a]}, {"size", c.sizes[a]}});
-        std::vector<std::string> files;
-        std::map<int, std::size_t> file_of_rank;
-        nlohmann::json tensors = nlohmann::json::object();
-        for (const auto& it : items) {
-          nlohmann::json blocks = nlohmann::json::array();
-          for (int r = 0; r < ranks; ++r) {
-            const auto coords = detail::coords_of(c, r);
-            if (!detail::writes_block(it.axes, coords)) continue;
-            if (!file_of_rank.count(r)) {
-              file_of_rank[r] = files.size();
-              files.push_back(detail::rank_file_name(generation, r, ranks));
-            }
-            const auto b = detail::block_at(it.global, it.axes, c, coords);
-            blocks.push_back({{"file", file_of_rank[r]}, {"offset", b.offset}, {"shape", b.shape}});
-          }
-          tensors[it.name] = {{"dtype", it.dtype}, {"dims", it.dims}, {"shape", it.global}, {"blocks", blocks}};
-        }
-        index["files"] = files;
-        index["tensors"] = tensors;
-        const std::string text = index.dump(1);
-        io::detail::write_file_atomically<checkpoint_error>((fs::path(dir) / checkpoint_index_name).string(),
-                                                             reinterpret_cast<const std::byte*>(text.data()), text.size());
-      });
-    } catch (...) {
-      remove_mine();
-      throw;
-    }
-    // The new index is in place: rank 0 removes the files of other generations.
-    if (me == 0) {
-      const std::string keep_prefix = "g" + std::to_string(generation) + "-";
-      std::error_code ec;
-      for (const auto& f : fs::directory_iterator(dir, ec)) {
-        const std::string n = f.path().filename().string();
-        if (n.size() > 12 && n[0] == 'g' && n.find("-rank") != std::string::npos &&
-            n.ends_with(".safetensors") && n.rfind(keep_prefix, 0) != 0) {
-          std::error_code ignored;
-          fs::remove(f.path(), ignored);
-        }
-      }
-    }
-    detail::check_mpi(MPI_Barrier(m.comm()), "MPI_Barrier (checkpoint saved)");
   }
+}
+
+/// Saves every parameter of `module` (replicated on every rank, as in data
+/// parallelism; found by nn::for_each_parameter, keyed by dotted name) as a
+/// checkpoint in `dir`, collectively over mesh m: rank 0 writes the values,
+/// with the same atomicity as save_checkpoint.
+template <axis... Axes, class M>
+void save_module(const mesh<Axes...>& m, const std::string& dir, const M& module) {
+  detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
+    nn::for_each_parameter(module, [&](const std::string& name, const auto& p) {
+      items.push_back(detail::save_item_of(entry(name, p.value), *m.comms()));
+    });
+  });
+}
+
+/// Loads every parameter of `module` from the checkpoint in `dir` (saved by
+/// save_module or save_checkpoint, on any number of ranks), the whole value
+/// on this rank. With a mesh it is collective (errors on every rank);
+/// without one it needs no MPI. The checkpoint's names must be exactly the
+/// module's (`checkpoint_error` naming the missing and unexpected ones),
+/// and each must fit its parameter (dtype, dims, extents); everything is
+/// read and checked before any parameter changes.
+template <class M>
+void load_module(checkpoint_reader& r, M& module) {
+  std::set<std::string> want, have;
+  nn::for_each_parameter(std::as_const(module), [&](const std::string& name, const auto&) { want.insert(name); });
+  for (const auto& n : r.names()) have.insert(n);
+  std::string missing, unexpected;
+  for (const auto& n : want)
+    if (!have.count(n)) missing += (missing.empty() ? "'" : ", '") + n + "'";
+  for (const auto& n : have)
+    if (!want.count(n)) unexpected += (unexpected.empty() ? "'" : ", '") + n + "'";
+  if (!missing.empty() || !unexpected.empty())
+    throw checkpoint_error("checkpoint does not fit the module:" + (missing.empty() ? "" : " missing " + missing) +
+                           (unexpected.empty() ? "" : " unexpected " + unexpected));
+  std::vector<std::function<void()>> commits;
+  nn::for_each_parameter(module, [&](const std::string& name, auto& p) {
+    using Tn = std::remove_cvref_t<decltype(p.value)>;
+    Tn loaded = r.template full<Tn>(name);
+    if (loaded.extents() != p.value.extents())
+      throw shape_error("checkpoint: parameter '" + name + "' has extents " +
+                        detail::join_sizes(std::vector<std::size_t>(loaded.extents().begin(), loaded.extents().end())) +
+                        " in the checkpoint but " +
+                        detail::join_sizes(std::vector<std::size_t>(p.value.extents().begin(), p.value.extents().end())) +
+                        " in the module");
+    commits.push_back([&p, t = std::move(loaded)]() mutable { p.value = std::move(t); });
+  });
+  for (auto& commit : commits) commit();
+}
+template <class M>
+void load_module(const std::string& dir, M& module) {
+  checkpoint_reader r(dir);
+  load_module(r, module);
+}
+template <axis... Axes, class M>
+void load_module(const mesh<Axes...>& m, const std::string& dir, M& module) {
+  detail::on_every_rank(m.comm(), "loading a module from checkpoint '" + dir + "'", [&] { load_module(dir, module); });
 }
 
 }  // namespace dimsum::dist
