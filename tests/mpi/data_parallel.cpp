@@ -30,15 +30,19 @@ namespace {
 DIMSUM_MESH_AXIS(data);
 
 
-char_lm::model small_model() {
+char_lm::config small_config(std::size_t layers = 1) {
   char_lm::config c;
   c.vocab = 11;
   c.context = 8;
   c.d_model = 16;
-  c.n_layers = 1;
+  c.n_layers = layers;
   c.n_heads = 2;
   c.d_mlp = 32;
-  auto m = char_lm::make_model(c);
+  return c;
+}
+
+char_lm::model small_model() {
+  auto m = char_lm::make_model(small_config());
   char_lm::init_model(m, 1234);
   return m;
 }
@@ -146,14 +150,7 @@ TEST_CASE("a replicated model saved by save_module loads on the mesh and in one 
   dimsum::nn::for_each_parameter(alone, compare);
   CHECK(bad == 0);
   // A model of another shape does not load, on any rank.
-  char_lm::config c;
-  c.vocab = 11;
-  c.context = 8;
-  c.d_model = 16;
-  c.n_layers = 2;
-  c.n_heads = 2;
-  c.d_mlp = 32;
-  auto deeper = char_lm::make_model(c);
+  auto deeper = char_lm::make_model(small_config(2));
   CHECK_THROWS_WITH(dist::load_module(m, dir, deeper), Catch::Contains("missing 'blocks.1."));
   remove_dir(dir);
 }
