@@ -228,6 +228,31 @@ TEST_CASE("checkpoint load errors are thrown on every rank") {
                       Catch::Contains("dim 'd_head' of extent 3 does not split evenly over mesh axis 'model' of size " +
                                       std::to_string(world)));
   }
+  // A damaged index: every rank throws the same clear error, and so does a load in one process.
+  MPI_Barrier(MPI_COMM_WORLD);
+  const fs::path index = fs::path(dir) / "dimsum-checkpoint.json";
+  const fs::path kept = fs::path(dir) / "kept.json";
+  if (world_rank() == 0) {
+    fs::copy_file(index, kept);
+    auto j = nlohmann::json::parse(std::ifstream(index));
+    j["files"][0] = "../elsewhere.safetensors";
+    std::ofstream(index) << j.dump();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK_THROWS_WITH((dist::load<W_split>(m, dir, "attn.W_Q")),
+                    Catch::Contains("the index is not a dimsum sharded checkpoint index (a file that is not a plain name"));
+  CHECK_THROWS_AS(dist::load_full<W>(dir, "attn.W_Q"), dist::checkpoint_error);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    auto j = nlohmann::json::parse(std::ifstream(kept));
+    j["tensors"]["attn.W_Q"]["blocks"][0]["offset"][0] = 7;  // past the 8 heads with its block
+    std::ofstream(index) << j.dump();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK_THROWS_WITH(dist::load_full<W>(dir, "attn.W_Q"), Catch::Contains("a block outside the tensor"));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) fs::rename(kept, index);
+  MPI_Barrier(MPI_COMM_WORLD);
   // The last rank's file goes missing: only that rank needs it, every rank throws.
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0)

@@ -170,9 +170,44 @@ inline nlohmann::json read_index(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     throw checkpoint_error("checkpoint '" + dir + "': the index is not valid JSON: " + e.what());
   }
-  if (!j.is_object() || j.value("format", "") != "dimsum-sharded-checkpoint" || !j.contains("tensors") ||
-      !j.contains("files") || !j.contains("generation"))
-    throw checkpoint_error("checkpoint '" + dir + "': the index is not a dimsum sharded checkpoint index");
+  const auto bad = [&](const std::string& what) {
+    throw checkpoint_error("checkpoint '" + dir + "': the index is not a dimsum sharded checkpoint index (" + what + ")");
+  };
+  if (!j.is_object() || !j.contains("format") || j["format"] != "dimsum-sharded-checkpoint") bad("format");
+  if (!j.contains("generation") || !j["generation"].is_number_unsigned()) bad("generation");
+  if (!j.contains("ranks") || !j["ranks"].is_number_unsigned()) bad("ranks");
+  if (!j.contains("files") || !j["files"].is_array()) bad("files");
+  for (const auto& f : j["files"])
+    if (!f.is_string() || f.get<std::string>().find('/') != std::string::npos || f.get<std::string>().empty() ||
+        f.get<std::string>()[0] == '.')
+      bad("a file that is not a plain name in the directory");
+  if (!j.contains("tensors") || !j["tensors"].is_object()) bad("tensors");
+  const auto sizes = [](const nlohmann::json& a, std::size_t rank) {
+    if (!a.is_array() || a.size() != rank) return false;
+    for (const auto& x : a)
+      if (!x.is_number_unsigned()) return false;
+    return true;
+  };
+  for (auto it = j["tensors"].begin(); it != j["tensors"].end(); ++it) {
+    const auto& t = it.value();
+    const std::string name = "tensor '" + it.key() + "'";
+    if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string() || !t.contains("dims") ||
+        !t["dims"].is_array() || !t.contains("shape") || !t.contains("blocks") || !t["blocks"].is_array())
+      bad(name + " lacks dtype, dims, shape or blocks");
+    for (const auto& d : t["dims"])
+      if (!d.is_string()) bad(name + ": a dim name that is not a string");
+    const std::size_t rank = t["dims"].size();
+    if (!sizes(t["shape"], rank)) bad(name + ": shape does not have one extent per dim");
+    for (const auto& b : t["blocks"]) {
+      if (!b.is_object() || !b.contains("file") || !b["file"].is_number_unsigned() ||
+          b["file"].get<std::size_t>() >= j["files"].size() || !b.contains("offset") || !sizes(b["offset"], rank) ||
+          !b.contains("shape") || !sizes(b["shape"], rank))
+        bad(name + ": a block without a listed file, or without an offset and shape per dim");
+      for (std::size_t d = 0; d < rank; ++d)
+        if (b["offset"][d].get<std::size_t>() + b["shape"][d].get<std::size_t>() > t["shape"][d].get<std::size_t>())
+          bad(name + ": a block outside the tensor");
+    }
+  }
   return j;
 }
 
