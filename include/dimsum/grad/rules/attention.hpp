@@ -36,6 +36,7 @@ template <detail::var_like Q, detail::var_like K, detail::var_like V, class F>
                                                               std::declval<const typename V::tensor_type&>()))>
 auto fused_attention(const Q& q, const K& k, const V& v, F f) {
   using E = decltype(f(q.value(), k.value(), v.value()));
+  plan::fusion::require_differentiable<E>();  // a stage the backward lacks: one dimsum: error
   using T = value_type_of_t<E>;
   using Out = tensor_for_t<T, dims_of_t<E>>;
   constexpr std::size_t R = Out::rank;
