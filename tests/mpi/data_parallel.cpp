@@ -20,7 +20,7 @@
 #include <dimsum/dist/dist.hpp>
 #include <dimsum/optim/adamw.hpp>
 
-#include "../../examples/char_transformer_model.hpp"
+#include "../../examples/char_transformer_forward.hpp"
 
 namespace dist = dimsum::dist;
 using char_lm::batch;
