@@ -181,17 +181,21 @@ void close(const std::vector<double>& got, const std::vector<double>& want, doub
 /// (stages set), and checks them against the plain loops and finite
 /// differences. `nan_batch`: a batch index whose dV must be all NaN.
 void check(problem& p, kernels::attention_args<double>& a, std::vector<double>& out, std::size_t nan_batch = ~0u) {
+  std::vector<double> lse(p.b * p.nq, 7.0), stats(p.b * p.nq);
+  a.lse = lse.data();  // the forward saves the row statistics as it goes
   kernels::attention(a);
+  a.lse = nullptr;
   std::vector<double> ref_out, ref_lse;
   forward(p, p.q, p.k, p.v, ref_out, ref_lse);
-  std::vector<double> lse(p.b * p.nq);
-  kernels::attention_row_stats(a, lse.data());
+  kernels::attention_row_stats(a, stats.data());  // the same statistic, recomputed key by key
   for (std::size_t n = 0; n < lse.size(); ++n) {
     if (std::isnan(ref_out[n * p.dv])) {
       CHECK(lse[n] == ninf);
+      CHECK(stats[n] == ninf);
       CHECK(std::isnan(out[n * p.dv]));
     } else {
       CHECK(std::abs(lse[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
+      CHECK(std::abs(stats[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
     }
   }
   std::vector<double> dq(p.q.size(), -7), dk(p.k.size(), -7), dv(p.v.size(), -7);
@@ -227,9 +231,10 @@ std::vector<double> fixture_data(const std::string& name) {
 /// problem's data loaded from the fixture) against PyTorch's gradients; NaN
 /// must match NaN.
 void check_torch(const std::string& name, problem& p, kernels::attention_args<double>& a) {
-  kernels::attention(a);
   std::vector<double> lse(p.b * p.nq);
-  kernels::attention_row_stats(a, lse.data());
+  a.lse = lse.data();
+  kernels::attention(a);
+  a.lse = nullptr;
   std::vector<double> dq(p.q.size()), dk(p.k.size()), dv(p.v.size());
   kernels::attention_backward(kernels::attention_grad_args<double>{&a, lse.data(), p.dout.data(), dq.data(), dk.data(), dv.data()});
   const std::vector<double> want[3] = {

@@ -80,6 +80,11 @@ struct attention_args {
   std::array<std::ptrdiff_t, max_group_rank> q_batch{}, k_batch{}, v_batch{}, out_batch{};
   std::size_t n_stages = 0;
   std::array<score_stage<T>, max_score_stages> stages{};
+  /// When set, the kernel also writes each query row's log-sum-exp of the
+  /// staged scores, lse[b * nq + i] (batch-major; -inf for a row of only
+  /// -inf scores), the statistic the fused backward reads (not written
+  /// when dv is 0).
+  T* lse = nullptr;
 
   std::size_t batch_size() const noexcept {
     std::size_t s = 1;
@@ -407,6 +412,11 @@ struct attention_kernel {
     if (key_end < a.nk && skipped_keys_term(buf, bi, key_end))
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t c = 0; c < a.dv; ++c) buf.o[r * dv_pad + c] += buf.z[c];
+    if (a.lse)
+      for (std::size_t r = 0; r < rows; ++r) {
+        const T m = buf.m[r];
+        a.lse[bi * a.nq + i0 + r] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(buf.l[r]);
+      }
     T* ob = a.out + a.batch_offset(a.out_batch, bi);
     for (std::size_t r = 0; r < rows; ++r) {
       T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;
@@ -424,6 +434,7 @@ struct attention_kernel {
     const std::size_t nb = a.batch_size();
     if (nb == 0 || a.nq == 0 || a.dv == 0) return;
     if (a.nk == 0) {  // an empty sum: zeros, as the unfused contraction gives
+      if (a.lse) std::fill(a.lse, a.lse + nb * a.nq, -std::numeric_limits<T>::infinity());
       for (std::size_t bi = 0; bi < nb; ++bi) {
         T* ob = a.out + a.batch_offset(a.out_batch, bi);
         for (std::size_t i = 0; i < a.nq; ++i)

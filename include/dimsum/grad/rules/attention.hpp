@@ -15,6 +15,7 @@
 ///     });
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -52,9 +53,11 @@ auto fused_attention(const Q& q, const K& k, const V& v, F f) {
   dimsum::detail::fused::with_args(e, strided<T, R>{out.data(), out.extents(), out.strides()},
                                    [&](const kernels::attention_args<T>& a) {
                                      check_leaves(a);
-                                     kernels::attention(a);
-                                     lse->resize(a.batch_size() * a.nq);
-                                     kernels::attention_row_stats(a, lse->data());
+                                     // the forward saves each row's log-sum-exp as it goes
+                                     lse->assign(a.batch_size() * a.nq, -std::numeric_limits<T>::infinity());
+                                     kernels::attention_args<T> with_lse = a;
+                                     with_lse.lse = lse->data();
+                                     kernels::attention(with_lse);
                                    });
   return detail::record(
       detail::common_tape({q.owner(), k.owner(), v.owner()}), std::move(out),
