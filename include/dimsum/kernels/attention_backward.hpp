@@ -200,9 +200,12 @@ struct attention_backward_kernel {
       T* out = dst + p * NR * cols;
       const std::size_t n = std::min(NR, rows - p * NR);
       if (n < NR) std::fill(out, out + NR * cols, T(0));
-      for (std::size_t x = 0; x < n; ++x) {
-        const T* row = src + static_cast<std::ptrdiff_t>(p * NR + x) * rs;
-        for (std::size_t c = 0; c < cols; ++c) out[c * NR + x] = row[static_cast<std::ptrdiff_t>(c) * cs];
+      // c outer: each c writes NR consecutive values from NR read streams
+      const T* row[NR];
+      for (std::size_t x = 0; x < n; ++x) row[x] = src + static_cast<std::ptrdiff_t>(p * NR + x) * rs;
+      for (std::size_t c = 0; c < cols; ++c) {
+        const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(c) * cs;
+        for (std::size_t x = 0; x < n; ++x) out[c * NR + x] = row[x][off];
       }
     }
   }
@@ -219,14 +222,27 @@ struct attention_backward_kernel {
       }
     }
   }
-  /// dst[r * ld + c] = src[r, c]; with `transpose`, dst[c * ld + r].
-  static void copy_2d(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows, std::size_t cols,
-                      T* dst, std::size_t ld, bool transpose) {
-    for (std::size_t r = 0; r < rows; ++r) {
-      const T* row = src + static_cast<std::ptrdiff_t>(r) * rs;
-      for (std::size_t c = 0; c < cols; ++c)
-        (transpose ? dst[c * ld + r] : dst[r * ld + c]) = row[static_cast<std::ptrdiff_t>(c) * cs];
-    }
+  /// dst[r, c] = src[r, c] (Add: +=) for rows x cols elements, any
+  /// strides, in 16 x 16 blocks: when one side walks a column, a block
+  /// keeps its cache lines (and, with a large stride, its cache sets) from
+  /// being evicted before their other elements are used.
+  template <bool Add = false>
+  static void copy_2d(const T* src, std::ptrdiff_t src_rs, std::ptrdiff_t src_cs, std::size_t rows,
+                      std::size_t cols, T* dst, std::ptrdiff_t dst_rs, std::ptrdiff_t dst_cs) {
+    constexpr std::size_t B = 16;
+    for (std::size_t r0 = 0; r0 < rows; r0 += B)
+      for (std::size_t c0 = 0; c0 < cols; c0 += B) {
+        const std::size_t r1 = std::min(rows, r0 + B), c1 = std::min(cols, c0 + B);
+        for (std::size_t r = r0; r < r1; ++r) {
+          const T* in = src + static_cast<std::ptrdiff_t>(r) * src_rs;
+          T* out = dst + static_cast<std::ptrdiff_t>(r) * dst_rs;
+          for (std::size_t c = c0; c < c1; ++c) {
+            const T x = in[static_cast<std::ptrdiff_t>(c) * src_cs];
+            T& y = out[static_cast<std::ptrdiff_t>(c) * dst_cs];
+            y = Add ? y + x : x;
+          }
+        }
+      }
   }
 
   /// Row r (query i) of the tile, keys [j0, j0 + n): s holds the raw
@@ -285,20 +301,22 @@ struct attention_backward_kernel {
     pack_row_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kp);
     pack_row_panels(vb, a.v_row, a.v_col, a.nk, a.dv, buf.vp);
     pack_col_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kc);
-    copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qt, a.nq, true);
-    copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dot, a.nq, true);
-    if (!q_in_place()) copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qrow, a.dk, false);
-    if (!dout_in_place()) copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dorow, a.dv, false);
+    const auto nq = static_cast<std::ptrdiff_t>(a.nq);
+    copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qt, 1, nq);  // Qᵀ
+    copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dot, 1, nq);  // dOᵀ
+    if (!q_in_place()) copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qrow, std::ptrdiff_t(a.dk), 1);
+    if (!dout_in_place()) copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dorow, std::ptrdiff_t(a.dv), 1);
     const T* qrows = q_in_place() ? qb : buf.qrow;
     const std::ptrdiff_t q_ld = q_in_place() ? a.q_row : static_cast<std::ptrdiff_t>(a.dk);
     const T* drows = dout_in_place() ? dob : buf.dorow;
     const std::ptrdiff_t d_ld = dout_in_place() ? a.out_row : static_cast<std::ptrdiff_t>(a.dv);
-    for (std::size_t i = 0; i < a.nq; ++i) {  // D = rowsum(dO * O)
-      const T* o = a.out + ob + static_cast<std::ptrdiff_t>(i) * a.out_row;
-      const T* d = dob + static_cast<std::ptrdiff_t>(i) * a.out_row;
-      T sum = T(0);
-      for (std::size_t c = 0; c < a.dv; ++c) sum += d[static_cast<std::ptrdiff_t>(c) * a.out_col] * o[static_cast<std::ptrdiff_t>(c) * a.out_col];
-      buf.dsum[i] = sum;
+    // D = rowsum(dO * O): dOᵀ is packed, so O's columns are walked once
+    // each and the rows' sums advance together (contiguous in dsum)
+    std::fill(buf.dsum, buf.dsum + a.nq, T(0));
+    for (std::size_t c = 0; c < a.dv; ++c) {
+      const T* o = a.out + ob + static_cast<std::ptrdiff_t>(c) * a.out_col;
+      const T* d = buf.dot + c * a.nq;
+      for (std::size_t i = 0; i < a.nq; ++i) buf.dsum[i] += d[i] * o[static_cast<std::ptrdiff_t>(i) * a.out_row];
     }
     std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
     const bool causal = fwd.skip_causal;
@@ -344,20 +362,14 @@ struct attention_backward_kernel {
                                             std::min(MR, rows - p * MR), NR, true, T(1), T(1)});
       }
       if (!started) continue;
-      T* dkb = g.dk + a.batch_offset(a.k_batch, bi);
-      T* dvb = g.dv + a.batch_offset(a.v_batch, bi);
-      for (std::size_t jj = 0; jj < n; ++jj) {
-        T* dkr = dkb + static_cast<std::ptrdiff_t>(j0 + jj) * a.k_row;
-        T* dvr = dvb + static_cast<std::ptrdiff_t>(j0 + jj) * a.v_row;
-        for (std::size_t d = 0; d < a.dk; ++d) dkr[static_cast<std::ptrdiff_t>(d) * a.k_col] += buf.dkt[d * BC + jj];
-        for (std::size_t c = 0; c < a.dv; ++c) dvr[static_cast<std::ptrdiff_t>(c) * a.v_col] += buf.dvt[c * BC + jj];
-      }
+      const auto bc = static_cast<std::ptrdiff_t>(BC);
+      copy_2d<true>(buf.dkt, 1, bc, n, a.dk, g.dk + a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j0) * a.k_row,
+                    a.k_row, a.k_col);  // dK += (dKᵀ)ᵀ
+      copy_2d<true>(buf.dvt, 1, bc, n, a.dv, g.dv + a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j0) * a.v_row,
+                    a.v_row, a.v_col);
     }
-    T* dqb = g.dq + a.batch_offset(a.q_batch, bi);
-    for (std::size_t i = 0; i < a.nq; ++i) {
-      T* row = dqb + static_cast<std::ptrdiff_t>(i) * a.q_row;
-      for (std::size_t d = 0; d < a.dk; ++d) row[static_cast<std::ptrdiff_t>(d) * a.q_col] += buf.dq[i * dk_pad + d];
-    }
+    copy_2d<true>(buf.dq, std::ptrdiff_t(dk_pad), 1, a.nq, a.dk, g.dq + a.batch_offset(a.q_batch, bi), a.q_row,
+                  a.q_col);
   }
 
   /// Whether two batch indices share an element of q, k or v (a broadcast
