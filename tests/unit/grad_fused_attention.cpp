@@ -529,6 +529,16 @@ TEST_CASE("fused attention backward, float, seed layout: scale and causal -inf o
   check_seed(p, a, double(float(scale)), [](std::size_t, std::size_t i, std::size_t j) { return j > i; }, ninf);
 }
 
+TEST_CASE("fused attention backward, float: causal with more keys than queries (key tiles no query reaches)") {
+  const seed_layout p = make_seed(1, 2, 50, 230, 16, 8, false, 6);
+  std::vector<float> out;
+  auto a = seed_args(p, out);
+  a.n_stages = 1;
+  a.stages[0].op = kernels::score_op::causal;
+  a.stages[0].value = -std::numeric_limits<float>::infinity();
+  check_seed(p, a, 1.0, [](std::size_t, std::size_t i, std::size_t j) { return j > i; }, ninf);
+}
+
 TEST_CASE("fused attention backward, float: K and V shared by every head, padding mask with a finite value") {
   const seed_layout p = make_seed(2, 3, 80, 201, 33, 17, true, 5);
   std::vector<float> out;

@@ -137,6 +137,13 @@ struct attention_backward_kernel {
   const attention_args<T>& a;
   forward fwd;  // the score stages, row by row (`prepare_row`)
   std::size_t dk_pad, dv_pad, nk_pad, d_rows;
+  // Row stride of the packed Qᵀ and dOᵀ: nq rounded up to a cache line
+  // plus one line, so that their rows do not all map to one cache set
+  // when nq * sizeof(T) is a multiple of 4 KiB (p = 1024 in float).
+  std::size_t t_ld;
+  // Whether two batch indices share a gradient element (a broadcast batch
+  // dim): then gradients are zeroed first and added to, else written.
+  bool accumulate;
   T scale = T(1);  // df/ds where no mask replaced the score
   bool has_mask = false;
   std::vector<std::ptrdiff_t> off_bc, off_dq, unit;
@@ -146,7 +153,9 @@ struct attention_backward_kernel {
         fwd(args),
         dk_pad(round_up(args.dk, NR)),
         nk_pad(round_up(args.nk, NR)),
-        d_rows(round_up(std::max({args.dk, args.dv, BR}), MR)) {
+        d_rows(round_up(std::max({args.dk, args.dv, BR}), MR)),
+        t_ld(round_up(args.nq, 64 / sizeof(T)) + 64 / sizeof(T)),
+        accumulate(shares_operands()) {
     dv_pad = round_up(args.dv, NR);
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
@@ -171,7 +180,7 @@ struct attention_backward_kernel {
   };
   std::array<std::size_t, 16> sizes() const {
     const std::size_t tile = BR * BC;
-    return {nk_pad * a.dk, nk_pad * a.dv, dk_pad * a.nk, a.dk * a.nq, a.dv * a.nq,
+    return {nk_pad * a.dk, nk_pad * a.dv, dk_pad * a.nk, a.dk * t_ld, a.dv * t_ld,
             q_in_place() ? 0 : a.nq * a.dk, dout_in_place() ? 0 : a.nq * a.dv, a.nq * dk_pad, a.nq,
             tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC};
   }
@@ -245,6 +254,16 @@ struct attention_backward_kernel {
       }
   }
 
+  /// A gradient block into its strided place: written, or added when batch
+  /// indices share it.
+  void store(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows, std::size_t cols, T* dst,
+             std::ptrdiff_t drs, std::ptrdiff_t dcs) const {
+    if (accumulate)
+      copy_2d<true>(src, rs, cs, rows, cols, dst, drs, dcs);
+    else
+      copy_2d(src, rs, cs, rows, cols, dst, drs, dcs);
+  }
+
   /// Row r (query i) of the tile, keys [j0, j0 + n): s holds the raw
   /// scores and becomes P = exp(f(s) - lse), dp holds dO Vᵀ and ds becomes
   /// dS = df/ds * P * (dP - D), exactly 0 where a mask replaced the score;
@@ -301,9 +320,9 @@ struct attention_backward_kernel {
     pack_row_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kp);
     pack_row_panels(vb, a.v_row, a.v_col, a.nk, a.dv, buf.vp);
     pack_col_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kc);
-    const auto nq = static_cast<std::ptrdiff_t>(a.nq);
-    copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qt, 1, nq);  // Qᵀ
-    copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dot, 1, nq);  // dOᵀ
+    const auto tld = static_cast<std::ptrdiff_t>(t_ld);
+    copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qt, 1, tld);  // Qᵀ
+    copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dot, 1, tld);  // dOᵀ
     if (!q_in_place()) copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qrow, std::ptrdiff_t(a.dk), 1);
     if (!dout_in_place()) copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dorow, std::ptrdiff_t(a.dv), 1);
     const T* qrows = q_in_place() ? qb : buf.qrow;
@@ -315,7 +334,7 @@ struct attention_backward_kernel {
     std::fill(buf.dsum, buf.dsum + a.nq, T(0));
     for (std::size_t c = 0; c < a.dv; ++c) {
       const T* o = a.out + ob + static_cast<std::ptrdiff_t>(c) * a.out_col;
-      const T* d = buf.dot + c * a.nq;
+      const T* d = buf.dot + c * t_ld;
       for (std::size_t i = 0; i < a.nq; ++i) buf.dsum[i] += d[i] * o[static_cast<std::ptrdiff_t>(i) * a.out_row];
     }
     std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
@@ -324,7 +343,6 @@ struct attention_backward_kernel {
       const std::size_t n = std::min(BC, a.nk - j0), n_nr = round_up(n, NR);
       // queries whose keys all lie before j0 under the causal mask see none of this tile
       const std::size_t first = causal ? j0 / BR * BR : 0;
-      if (first >= a.nq) break;
       bool started = false;
       for (std::size_t i0 = first; i0 < a.nq; i0 += BR) {
         const std::size_t rows = std::min(BR, a.nq - i0), panels = (rows + MR - 1) / MR;
@@ -346,11 +364,11 @@ struct attention_backward_kernel {
           const T* pp = buf.pp + (jp / NR) * BR * NR;
           const T* dsp = buf.dsp + (jp / NR) * BR * NR;
           for (std::size_t p = 0; p * MR < a.dv; ++p)  // dVᵀ += dOᵀ P
-            kernel::run_with(rows, forward::rows_of(buf.dot + i0, static_cast<std::ptrdiff_t>(a.nq), p, a.dv), pp,
+            kernel::run_with(rows, forward::rows_of(buf.dot + i0, tld, p, a.dv), pp,
                              tile_target<T>{buf.dvt, off_bc.data() + p * MR, unit.data() + jp,
                                             std::min(MR, a.dv - p * MR), cols, true, T(1), beta});
           for (std::size_t p = 0; p * MR < a.dk; ++p)  // dKᵀ += Qᵀ dS
-            kernel::run_with(rows, forward::rows_of(buf.qt + i0, static_cast<std::ptrdiff_t>(a.nq), p, a.dk), dsp,
+            kernel::run_with(rows, forward::rows_of(buf.qt + i0, tld, p, a.dk), dsp,
                              tile_target<T>{buf.dkt, off_bc.data() + p * MR, unit.data() + jp,
                                             std::min(MR, a.dk - p * MR), cols, true, T(1), beta});
         }
@@ -361,15 +379,18 @@ struct attention_backward_kernel {
                              tile_target<T>{buf.dq + i0 * dk_pad, off_dq.data() + p * MR, unit.data() + dp,
                                             std::min(MR, rows - p * MR), NR, true, T(1), T(1)});
       }
-      if (!started) continue;
+      if (!started) {  // no query reaches these keys
+        if (accumulate) continue;
+        std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));
+        std::fill(buf.dvt, buf.dvt + a.dv * BC, T(0));
+      }
       const auto bc = static_cast<std::ptrdiff_t>(BC);
-      copy_2d<true>(buf.dkt, 1, bc, n, a.dk, g.dk + a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j0) * a.k_row,
-                    a.k_row, a.k_col);  // dK += (dKᵀ)ᵀ
-      copy_2d<true>(buf.dvt, 1, bc, n, a.dv, g.dv + a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j0) * a.v_row,
-                    a.v_row, a.v_col);
+      store(buf.dkt, 1, bc, n, a.dk, g.dk + a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j0) * a.k_row, a.k_row,
+            a.k_col);  // dK = (dKᵀ)ᵀ
+      store(buf.dvt, 1, bc, n, a.dv, g.dv + a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j0) * a.v_row, a.v_row,
+            a.v_col);
     }
-    copy_2d<true>(buf.dq, std::ptrdiff_t(dk_pad), 1, a.nq, a.dk, g.dq + a.batch_offset(a.q_batch, bi), a.q_row,
-                  a.q_col);
+    store(buf.dq, std::ptrdiff_t(dk_pad), 1, a.nq, a.dk, g.dq + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col);
   }
 
   /// Whether two batch indices share an element of q, k or v (a broadcast
@@ -383,8 +404,10 @@ struct attention_backward_kernel {
 
   void run(const attention_grad_args<T>& g) const {
     const std::size_t nb = a.batch_size();
-    // Zero dQ, dK and dV (a broadcast batch dim zeroes the same place again).
-    for (std::size_t bi = 0; bi < nb; ++bi) {
+    // Zero dQ, dK and dV when batch indices add into them or nothing is
+    // computed (a broadcast batch dim zeroes the same place again).
+    const bool empty = nb == 0 || a.nq == 0 || a.nk == 0;
+    for (std::size_t bi = 0; bi < nb && (accumulate || empty); ++bi) {
       T* dqb = g.dq + a.batch_offset(a.q_batch, bi);
       T* dkb = g.dk + a.batch_offset(a.k_batch, bi);
       T* dvb = g.dv + a.batch_offset(a.v_batch, bi);
@@ -395,13 +418,13 @@ struct attention_backward_kernel {
         for (std::size_t c = 0; c < a.dv; ++c) dvb[std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col] = T(0);
       }
     }
-    if (nb == 0 || a.nq == 0 || a.nk == 0) return;
+    if (empty) return;
     const std::size_t bytes = scratch_bytes();
 #ifdef _OPENMP
     std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
     // five products of the forward's two sizes: serial below the threshold
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(3 * a.dk + 2 * a.dv);
-    if (flops < parallel_min_flops * 8 || shares_operands()) threads = 1;
+    if (flops < parallel_min_flops * 8 || accumulate) threads = 1;
     const int team = static_cast<int>(std::min(threads, nb));
     if (team > 1) {
 #pragma omp parallel num_threads(team)
