@@ -684,11 +684,7 @@ TEST_CASE("kernels/threads: set_num_threads sets what num_threads reports", "[ke
   const int initial = dimsum::num_threads();
   CHECK(initial >= 1);
   dimsum::set_num_threads(2);
-#ifdef _OPENMP
   CHECK(dimsum::num_threads() == 2);
-#else
-  CHECK(dimsum::num_threads() == 1);
-#endif
   dimsum::set_num_threads(0);
   CHECK(dimsum::num_threads() == initial);
 }

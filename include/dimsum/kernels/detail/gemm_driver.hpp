@@ -253,12 +253,6 @@ void scale_c(const gemm_problem<T>& p) {
   }
 }
 
-/// Below this many flops (about 2 us of one core's work) a call stays on
-/// one thread: waking a second one costs more than it saves. Measured at
-/// shape A (b12 p20 d10, GEMMs of ~0.3 MFLOP): 2 threads take the forward
-/// from 0.075 to 0.057 ms; a threshold of 1 MFLOP kept it on one.
-inline constexpr double parallel_min_flops = double(1 << 17);
-
 template <class T, class Arch, class Blk>
 void contract_blocked(const contraction_args<T>& args) {
   const std::size_t nb = args.batch.size();
@@ -295,9 +289,7 @@ void contract_blocked(const contraction_args<T>& args) {
   p.b_n_unit = unit_stride(p.n, p.n.stride_b);
   p.c_n_unit = unit_stride(p.n, p.n.stride_c);
 
-  std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
-  const double flops = 2.0 * double(nb) * double(p.nm) * double(p.nn) * double(p.nk);
-  if (flops < parallel_min_flops) threads = 1;
+  const std::size_t threads = threads_for_flops(2.0 * double(nb) * double(p.nm) * double(p.nn) * double(p.nk));
   const std::size_t tiles_m = (p.nm + Blk::mr - 1) / Blk::mr;
   const std::size_t tiles_n = (p.nn + Blk::nr - 1) / Blk::nr;
 
@@ -314,11 +306,8 @@ void contract_blocked(const contraction_args<T>& args) {
   parts = std::min(parts, split_m ? tiles_m : tiles_n);
   const std::size_t tiles_per_part = ((split_m ? tiles_m : tiles_n) + parts - 1) / parts;
   const std::size_t step = tiles_per_part * (split_m ? Blk::mr : Blk::nr);
-  const auto items = static_cast<std::int64_t>(nb * parts);
-
-  auto work = [&](std::int64_t item) {
-    const auto bi = static_cast<std::size_t>(item) / parts;
-    const auto part = static_cast<std::size_t>(item) % parts;
+  auto work = [&](std::size_t item) {
+    const std::size_t bi = item / parts, part = item % parts;
     const std::size_t extent = split_m ? p.nm : p.nn;
     const std::size_t lo = std::min(extent, part * step), hi = std::min(extent, lo + step);
     if (lo == hi) return;
@@ -327,16 +316,7 @@ void contract_blocked(const contraction_args<T>& args) {
     else
       gemm_rectangle<T, Arch, Blk>(p, bi, 0, p.nm, lo, hi);
   };
-
-#ifdef _OPENMP
-  const int team = static_cast<int>(std::min<std::size_t>(threads, static_cast<std::size_t>(items)));
-  if (team > 1) {
-#pragma omp parallel for num_threads(team) schedule(static)
-    for (std::int64_t item = 0; item < items; ++item) work(item);
-    return;
-  }
-#endif
-  for (std::int64_t item = 0; item < items; ++item) work(item);
+  parallel_for(nb * parts, work, threads);
 }
 
 }  // namespace dimsum::kernels::detail
