@@ -20,8 +20,9 @@
 ///
 /// Gradients are written with the strides of their operands (dQ like Q, dK
 /// like K, dV like V, dO read like O), so a broadcast batch dim (stride 0)
-/// of Q, K or V sums its gradient over that dim. OpenMP over batch indices
-/// (one thread when a broadcast batch dim makes them share a gradient).
+/// of Q, K or V sums its gradient over that dim. Threads over batch indices
+/// (kernels::parallel_for; one thread when a broadcast batch dim makes them
+/// share a gradient).
 
 #include <algorithm>
 #include <cmath>
@@ -152,15 +153,8 @@ struct attention_backward_kernel {
           g.dv[a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col] = T(0);
       }
     }
-#ifdef _OPENMP
-    const int team = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(1, num_threads())), nb));
-    if (team > 1 && !shares_operands()) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-      for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(nb); ++bi) run_batch(g, static_cast<std::size_t>(bi));
-      return;
-    }
-#endif
-    for (std::size_t bi = 0; bi < nb; ++bi) run_batch(g, bi);
+    const double flops = 4.0 * double(nb) * double(a.nq) * double(a.nk) * double(a.dk + a.dv);
+    parallel_for(nb, [&](std::size_t bi) { run_batch(g, bi); }, shares_operands() ? 1 : threads_for_flops(flops));
   }
 
   /// The gradients' contributions of batch index bi (added to dQ, dK, dV).
