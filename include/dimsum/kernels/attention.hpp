@@ -103,6 +103,11 @@ struct attention_args {
   std::size_t n_stages = 0;
   std::array<score_stage<T>, max_score_stages> stages{};
   score_bias<T> bias{};  // bias.add == nullptr: none
+  /// When set, the kernel also writes each query row's log-sum-exp of the
+  /// staged scores, lse[b * nq + i] (batch-major; -inf for a row of only
+  /// -inf scores), the statistic the fused backward reads (not written
+  /// when dv is 0).
+  T* lse = nullptr;
 
   std::size_t batch_size() const noexcept {
     std::size_t s = 1;
@@ -498,6 +503,11 @@ struct attention_kernel {
     if ((kept.lo > 0 || key_end < a.nk) && skipped_keys_term(buf, bi, kept))
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t c = 0; c < a.dv; ++c) buf.o[r * dv_pad + c] += buf.z[c];
+    if (a.lse)
+      for (std::size_t r = 0; r < rows; ++r) {
+        const T m = buf.m[r];
+        a.lse[bi * a.nq + i0 + r] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(buf.l[r]);
+      }
     T* ob = a.out + a.batch_offset(a.out_batch, bi);
     for (std::size_t r = 0; r < rows; ++r) {
       T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;
@@ -561,6 +571,7 @@ struct attention_kernel {
     }
     if ((kept.lo > 0 || kept.hi < a.nk) && skipped_keys_term(buf, bi, kept))
       for (std::size_t c = 0; c < a.dv; ++c) o[c] += buf.z[c];
+    if (a.lse) a.lse[bi * a.nq + i] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(l);
     T* dst = a.out + a.batch_offset(a.out_batch, bi) + static_cast<std::ptrdiff_t>(i) * a.out_row;
     for (std::size_t c = 0; c < a.dv; ++c) dst[static_cast<std::ptrdiff_t>(c) * a.out_col] = o[c] / l;
   }
@@ -569,6 +580,7 @@ struct attention_kernel {
     const std::size_t nb = a.batch_size();
     if (nb == 0 || a.nq == 0 || a.dv == 0) return;
     if (a.nk == 0) {  // an empty sum: zeros, as the unfused contraction gives
+      if (a.lse) std::fill(a.lse, a.lse + nb * a.nq, -std::numeric_limits<T>::infinity());
       for (std::size_t bi = 0; bi < nb; ++bi) {
         T* ob = a.out + a.batch_offset(a.out_batch, bi);
         for (std::size_t i = 0; i < a.nq; ++i)
@@ -591,23 +603,15 @@ struct attention_kernel {
       else
         run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
     };
-#ifdef _OPENMP
-    std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(a.dk + a.dv);
-    if (flops < parallel_min_flops) threads = 1;
-    const int team = static_cast<int>(std::min<std::size_t>(threads, static_cast<std::size_t>(items)));
-    if (team > 1) {
-#pragma omp parallel num_threads(team)
-      {
-        buffers buf = carve(thread_scratch().reserve(bytes));
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t item = 0; item < items; ++item) work(buf, item);
-      }
-      return;
-    }
-#endif
-    buffers buf = carve(thread_scratch().reserve(bytes));
-    for (std::int64_t item = 0; item < items; ++item) work(buf, item);
+    // Each item takes its thread's scratch (reserve allocates only to grow).
+    parallel_for(
+        static_cast<std::size_t>(items),
+        [&](std::size_t item) {
+          buffers buf = carve(thread_scratch().reserve(bytes));
+          work(buf, static_cast<std::int64_t>(item));
+        },
+        threads_for_flops(flops));
   }
 };
 
