@@ -34,12 +34,6 @@ DIMSUM_DIM(d_model);
 DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_head);
 
-template <class T>
-T from(const std::vector<float>& v, T t) {
-  std::copy(v.begin(), v.end(), t.data());
-  return t;
-}
-
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string mode = argv[1];
@@ -52,15 +46,15 @@ int main(int argc, char** argv) {
   const d_model M{s.m};
   const nheads H{s.h};
   const d_head D{s.d};
-  const auto x = from(in.x, tensor<float, batch, posn, d_model>(B, P, M));
-  const auto W_Q = from(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D));
-  const auto W_K = from(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D));
-  const auto W_V = from(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D));
-  const auto W_O = from(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M));
-  const auto b_Q = from(in.b_Q, tensor<float, nheads, d_head>(H, D));
-  const auto b_K = from(in.b_K, tensor<float, nheads, d_head>(H, D));
-  const auto b_V = from(in.b_V, tensor<float, nheads, d_head>(H, D));
-  const auto b_O = from(in.b_O, tensor<float, d_model>(M));
+  const auto x = bench::from(in.x, tensor<float, batch, posn, d_model>(B, P, M));
+  const auto W_Q = bench::from(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D));
+  const auto W_K = bench::from(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D));
+  const auto W_V = bench::from(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D));
+  const auto W_O = bench::from(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M));
+  const auto b_Q = bench::from(in.b_Q, tensor<float, nheads, d_head>(H, D));
+  const auto b_K = bench::from(in.b_K, tensor<float, nheads, d_head>(H, D));
+  const auto b_V = bench::from(in.b_V, tensor<float, nheads, d_head>(H, D));
+  const auto b_O = bench::from(in.b_O, tensor<float, d_model>(M));
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();
 

@@ -33,12 +33,6 @@ DIMSUM_DIM(kv_heads);
 DIMSUM_DIM(group);
 DIMSUM_DIM(d_head);
 
-template <class T>
-T from(const std::vector<float>& v, T t) {
-  std::copy(v.begin(), v.end(), t.data());
-  return t;
-}
-
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string variant = argv[1];
@@ -50,9 +44,9 @@ int main(int argc, char** argv) {
   const float inf = std::numeric_limits<float>::infinity();
   using qkv_t = tensor<float, batch, q_posn, nheads, d_head>;
   using kv_t = tensor<float, batch, k_posn, nheads, d_head>;
-  const auto q = from(bench::make_input(n, 1, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d}));
-  const auto k = from(bench::make_input(n, 2, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
-  const auto v = from(bench::make_input(n, 3, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
+  const auto q = bench::from(bench::make_input(n, 1, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d}));
+  const auto k = bench::from(bench::make_input(n, 2, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
+  const auto v = bench::from(bench::make_input(n, 3, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
   qkv_t z(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d});
 
   auto scores = [&] {
@@ -75,9 +69,9 @@ int main(int argc, char** argv) {
   using gq_t = tensor<float, batch, q_posn, kv_heads, group, d_head>;
   using gkv_t = tensor<float, batch, k_posn, kv_heads, d_head>;
   const std::size_t nkv = s.b * s.p * kvh * s.d;
-  const auto gq = from(bench::make_input(n, 1, 1.0), gq_t(batch{s.b}, q_posn{s.p}, kv_heads{kvh}, group{g}, d_head{s.d}));
-  const auto gk = from(bench::make_input(nkv, 2, 1.0), gkv_t(batch{s.b}, k_posn{s.p}, kv_heads{kvh}, d_head{s.d}));
-  const auto gv = from(bench::make_input(nkv, 3, 1.0), gkv_t(batch{s.b}, k_posn{s.p}, kv_heads{kvh}, d_head{s.d}));
+  const auto gq = bench::from(bench::make_input(n, 1, 1.0), gq_t(batch{s.b}, q_posn{s.p}, kv_heads{kvh}, group{g}, d_head{s.d}));
+  const auto gk = bench::from(bench::make_input(nkv, 2, 1.0), gkv_t(batch{s.b}, k_posn{s.p}, kv_heads{kvh}, d_head{s.d}));
+  const auto gv = bench::from(bench::make_input(nkv, 3, 1.0), gkv_t(batch{s.b}, k_posn{s.p}, kv_heads{kvh}, d_head{s.d}));
   gq_t gz(batch{s.b}, q_posn{s.p}, kv_heads{kvh}, group{g}, d_head{s.d});
 
   auto forward = [&] {

@@ -45,6 +45,14 @@ struct attention_inputs {
         b_O(make_input(s.m, 8, 0.1)) {}
 };
 
+// t (any tensor with data()) with its elements copied from v, row-major as
+// the inputs above are made.
+template <class T>
+T from(const std::vector<float>& v, T t) {
+  std::copy(v.begin(), v.end(), t.data());
+  return t;
+}
+
 // The command line every peer takes: B P M H D [reps] [--out file.f32].
 struct peer_args {
   attention_shape shape{};

@@ -118,6 +118,25 @@ def kernel():
 BATCH_MS = 20.0  # how long one timed run (a batch of calls) lasts at least
 
 
+def timed(run, reps):
+    """Prints the peak extra memory of one call of run() and the median ms
+    per call over reps runs (a run being a batch of calls lasting about
+    BATCH_MS, as in inputs.hpp); returns the last output."""
+    times = []
+    with torch.no_grad():
+        print(f"peak_extra_mib={peak_extra_mib(run):.1f}")
+        t0 = time.perf_counter()
+        y = run()
+        calls = max(1, int(BATCH_MS / max((time.perf_counter() - t0) * 1e3, 1e-3)))
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                y = run()
+            times.append((time.perf_counter() - t0) * 1e3 / calls)
+    print(f"median_ms={sorted(times)[len(times) // 2]:.4f}")
+    return y
+
+
 def main():
     impl = sys.argv[1]
     nsizes = 1 if impl == "gemm" else 5
@@ -133,20 +152,8 @@ def main():
         w = inputs(*sizes)
         pre = prepare_best(w) if impl == "best" else None
         run = (lambda: forward_best(w, pre)) if impl == "best" else (lambda: forward_einsum(w))
-    times = []
-    with torch.no_grad():
-        print(f"peak_extra_mib={peak_extra_mib(run):.1f}")
-        print(f"kernel={kernel()}")
-        # A run is a batch of calls lasting about BATCH_MS, as in inputs.hpp.
-        t0 = time.perf_counter()
-        y = run()
-        calls = max(1, int(BATCH_MS / max((time.perf_counter() - t0) * 1e3, 1e-3)))
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                y = run()
-            times.append((time.perf_counter() - t0) * 1e3 / calls)
-    print(f"median_ms={sorted(times)[len(times) // 2]:.4f}")
+    print(f"kernel={kernel()}")
+    y = timed(run, reps)
     if out:
         y.numpy().astype(np.float32).tofile(out)
 

@@ -9,12 +9,11 @@ bench/peers/inputs.hpp (torch_attention.inputs).
 import math
 import os
 import sys
-import time
 
 import numpy as np
 import torch
 
-from torch_attention import BATCH_MS, inputs, peak_extra_mib
+from torch_attention import inputs, timed
 
 
 def decode(w, cache_k, cache_v, out):
@@ -42,18 +41,7 @@ def main():
     w = inputs(b, p, m, h, d)
     cache_k, cache_v, out = torch.zeros(b, p, h, d), torch.zeros(b, p, h, d), torch.zeros(b, p, m)
     run = lambda: decode(w, cache_k, cache_v, out)
-    times = []
-    with torch.no_grad():
-        print(f"peak_extra_mib={peak_extra_mib(run):.1f}")
-        t0 = time.perf_counter()
-        y = run()
-        calls = max(1, int(BATCH_MS / max((time.perf_counter() - t0) * 1e3, 1e-3)))
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                y = run()
-            times.append((time.perf_counter() - t0) * 1e3 / calls)
-    print(f"median_ms={sorted(times)[len(times) // 2]:.4f}")
+    y = timed(run, reps)
     if path:
         y.numpy().astype(np.float32).tofile(path)
 

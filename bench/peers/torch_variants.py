@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import torch
 
-from torch_attention import make, peak_extra_mib, BATCH_MS  # noqa: E402
+from torch_attention import make, timed  # noqa: E402
 
 WINDOW = 256
 KV_HEADS = 4
@@ -65,19 +65,7 @@ def main():
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     w = inputs(variant, b, p, h, d)
     run = lambda: forward(variant, w)
-    import time
-    times = []
-    with torch.no_grad():
-        print(f"peak_extra_mib={peak_extra_mib(run):.1f}")
-        t0 = time.perf_counter()
-        y = run()
-        calls = max(1, int(BATCH_MS / max((time.perf_counter() - t0) * 1e3, 1e-3)))
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                y = run()
-            times.append((time.perf_counter() - t0) * 1e3 / calls)
-    print(f"median_ms={sorted(times)[len(times) // 2]:.4f}")
+    y = timed(run, reps)
     if out:
         y.numpy().astype(np.float32).tofile(out)
 

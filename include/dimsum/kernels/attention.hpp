@@ -127,31 +127,6 @@ struct attention_args {
 
 namespace detail {
 
-/// Whether every score the last causal stage masks ends up -inf whatever
-/// the later stages do: then keys past the causal boundary contribute
-/// nothing and are skipped.
-template <class T>
-bool causal_keys_vanish(const attention_args<T>& a) {
-  std::size_t last = a.n_stages;
-  for (std::size_t s = 0; s < a.n_stages; ++s)
-    if (a.stages[s].op == score_op::causal) last = s;
-  if (last == a.n_stages) return false;
-  T cand[max_score_stages + 1];
-  std::size_t n = 0;
-  cand[n++] = a.stages[last].value;
-  for (std::size_t s = last + 1; s < a.n_stages; ++s) {
-    const score_stage<T>& st = a.stages[s];
-    for (std::size_t c = 0; c < n; ++c) {
-      if (st.op == score_op::multiply) cand[c] = cand[c] * st.value;
-      if (st.op == score_op::divide) cand[c] = cand[c] / st.value;
-    }
-    if (st.op == score_op::mask) cand[n++] = st.value;
-  }
-  for (std::size_t c = 0; c < n; ++c)
-    if (!(cand[c] == -std::numeric_limits<T>::infinity())) return false;
-  return true;
-}
-
 /// Whether every score stage s masks ends up -inf whatever the later
 /// stages and the bias do (then its masked keys contribute nothing).
 template <class T>
@@ -171,6 +146,17 @@ bool masked_keys_vanish(const attention_args<T>& a, std::size_t s) {
   for (std::size_t c = 0; c < n; ++c)
     if (!(cand[c] == -std::numeric_limits<T>::infinity())) return false;
   return true;
+}
+
+/// Whether every score the last causal stage masks ends up -inf whatever
+/// the later stages do: then keys past the causal boundary contribute
+/// nothing and are skipped (the backward's rule).
+template <class T>
+bool causal_keys_vanish(const attention_args<T>& a) {
+  std::size_t last = a.n_stages;
+  for (std::size_t s = 0; s < a.n_stages; ++s)
+    if (a.stages[s].op == score_op::causal) last = s;
+  return last != a.n_stages && masked_keys_vanish(a, last);
 }
 
 /// The keys [lo, hi) that some row of the query rows [i_first, i_last]
