@@ -207,7 +207,7 @@ struct attention_kernel {
 
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
-    T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias;
+    T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias, *row_masks;
     std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
   };
   std::size_t scratch_bytes() const {
@@ -215,7 +215,7 @@ struct attention_kernel {
     const std::size_t kp = packs ? nk_pad * a.dk : 0, vp = packs ? dv_pad * a.nk : 0, qp = BR * a.dk, s = BR * BC,
                       o = BR * dv_pad;
     std::size_t total = 0;
-    for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad, BC}) total += round_up(n * sizeof(T), scratch_alignment);
+    for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad, BC, max_score_stages * BC}) total += round_up(n * sizeof(T), scratch_alignment);
     return total;
   }
   buffers carve(void* base) const {
@@ -236,6 +236,7 @@ struct attention_kernel {
     b.l = take(BR);
     b.z = take(dv_pad);
     b.bias = take(BC);
+    b.row_masks = take(max_score_stages * BC);
     return b;
   }
 
@@ -317,7 +318,15 @@ struct attention_kernel {
   /// -inf so the softmax steps need no scalar tails, and returns the row's
   /// maximum: one pass, each vector loaded and stored once (separate passes
   /// per stage cost more than the arithmetic on short rows).
+  /// prepare_row with every mask read row by row (the backward's call).
   T prepare_row(T* row, T* bias, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n,
+                std::size_t n_vec) const {
+    return prepare_row(row, bias, nullptr, bi, i, j0, n, n_vec);
+  }
+  /// `shared` (or nullptr): for a mask stage s that is the same for every
+  /// query row (a padding mask, stride 0 along i), its flags of this key
+  /// tile as 1/0 from shared + s * BC, gathered once per tile.
+  T prepare_row(T* row, T* bias, const T* shared, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n,
                 std::size_t n_vec) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
@@ -364,6 +373,10 @@ struct attention_kernel {
               x = xsimd::select(col < ops::broadcast(T(keep_from[s])) || col >= ops::broadcast(T(keep_to[s])), v, x);
               break;
             case score_op::mask: {
+              if (shared != nullptr && a.stages[s].mask_row == 0) {
+                x = xsimd::select(ops::loadu(shared + s * BC + j) != ops::zero(), v, x);
+                break;
+              }
               alignas(64) T m[W];
               for (std::size_t l = 0; l < W; ++l) m[l] = masked(s, j + l) ? T(1) : T(0);
               x = xsimd::select(ops::load(m) != ops::zero(), v, x);
@@ -378,6 +391,7 @@ struct attention_kernel {
       }
       return lane_max<T, Arch>(vm);
     } else {
+      (void)shared;  // one lane: the masks are read per element anyway
       T mx = ninf;
       for (std::size_t j = 0; j < n; ++j) {
         T x = row[j];
@@ -438,6 +452,23 @@ struct attention_kernel {
     return any;
   }
 
+  /// The flags of the mask stages that every query row shares (stride 0
+  /// along i: padding masks) for keys [j0, j0 + n) as 1/0 into
+  /// buf.row_masks (lanes to n_vec), so the rows of a tile read them as
+  /// vectors; nullptr when there is none.
+  const T* share_row_masks(buffers& buf, std::size_t bi, std::size_t j0, std::size_t n, std::size_t n_vec) const {
+    bool any = false;
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      const score_stage<T>& st = a.stages[s];
+      if (st.op != score_op::mask || st.mask_row != 0) continue;
+      any = true;
+      const bool* m = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(j0) * st.mask_col;
+      T* dst = buf.row_masks + s * BC;
+      for (std::size_t j = 0; j < n_vec; ++j) dst[j] = j < n && m[static_cast<std::ptrdiff_t>(j) * st.mask_col] ? T(1) : T(0);
+    }
+    return any ? buf.row_masks : nullptr;
+  }
+
   /// One query tile [i0, i0 + rows) of batch index bi.
   void run_tile(buffers& buf, std::size_t bi, std::size_t i0, std::size_t rows) const {
     using ops = simd_ops<T, Arch>;
@@ -472,9 +503,10 @@ struct attention_kernel {
       // before the first key tile). Rows are whole vectors (n_vec): the lanes
       // past n hold -inf after the stages, so the softmax steps need no
       // scalar tails.
+      const T* shared = share_row_masks(buf, bi, j0, n, n_vec);
       for (std::size_t r = 0; r < rows; ++r) {
         T* row = buf.s + r * BC;
-        const T mx = prepare_row(row, buf.bias, bi, i0 + r, j0, n, n_vec);
+        const T mx = prepare_row(row, buf.bias, shared, bi, i0 + r, j0, n, n_vec);
         const T alpha = online_row(row, n_vec, mx, buf.m[r], buf.l[r]);
         if (j0 > kept.lo && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
       }
@@ -541,7 +573,7 @@ struct attention_kernel {
           dot += qr[static_cast<std::ptrdiff_t>(d) * a.q_col] * kr[static_cast<std::ptrdiff_t>(d) * a.k_col];
         row[x] = dot;
       }
-      const T mx = prepare_row(row, buf.bias, bi, i, j0, n, n_vec);
+      const T mx = prepare_row(row, buf.bias, nullptr, bi, i, j0, n, n_vec);
       const T alpha = online_row(row, n_vec, mx, m, l);
       if (j0 > kept.lo && alpha != T(1)) scale_row<T, Arch>(o, dv_pad, alpha);
       for (std::size_t x = 0; x < n; ++x) {
