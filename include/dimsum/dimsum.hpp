@@ -11,6 +11,7 @@
 #include <dimsum/core/errors.hpp>
 #include <dimsum/core/fixed_string.hpp>
 #include <dimsum/ops/arange.hpp>
+#include <dimsum/ops/cross_entropy.hpp>
 #include <dimsum/ops/diagonal.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>
@@ -24,6 +25,8 @@
 #include <dimsum/ops/repeat.hpp>
 #include <dimsum/ops/rope.hpp>
 #include <dimsum/ops/kv_cache.hpp>
+#include <dimsum/ops/layer_norm.hpp>
+#include <dimsum/ops/log_softmax.hpp>
 #include <dimsum/ops/window_mask.hpp>
 #include <dimsum/ops/alibi.hpp>
 #include <dimsum/ops/rename.hpp>

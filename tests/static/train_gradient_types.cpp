@@ -46,8 +46,8 @@ static_assert(has_gradient_dims<decltype(model::tok_embed), float, vocab, d_mode
 static_assert(has_gradient_dims<decltype(model::pos_embed), float, ctx, d_model>());
 static_assert(has_gradient_dims<decltype(model::W_U), float, d_model, vocab>());
 static_assert(has_gradient_dims<decltype(model::b_U), float, vocab>());
-static_assert(has_gradient_dims<decltype(layer_norm_params::weight), float, d_model>());
-static_assert(has_gradient_dims<decltype(layer_norm_params::bias), float, d_model>());
+static_assert(has_gradient_dims<decltype(layer_norm::weight), float, d_model>());
+static_assert(has_gradient_dims<decltype(layer_norm::bias), float, d_model>());
 static_assert(has_gradient_dims<decltype(attention_params::W_Q), float, d_model, nheads, d_head>());
 static_assert(has_gradient_dims<decltype(attention_params::W_K), float, d_model, nheads, d_head>());
 static_assert(has_gradient_dims<decltype(attention_params::W_V), float, d_model, nheads, d_head>());

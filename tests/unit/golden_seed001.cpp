@@ -59,9 +59,9 @@ TEST_CASE("golden seed 001: batches, embeddings and the single head", "[golden][
   golden::check(x, "seed001/x.npy");
 
   nn::seeds::char_head<float, n_embd, head_size> head(n_embd{5}, head_size{6});
-  head.key.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/key_weight.npy");
-  head.query.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/query_weight.npy");
-  head.value.weight = golden::load<tensor<float, head_size, n_embd>>("seed001/value_weight.npy");
+  head.key.weight.value = golden::load<tensor<float, head_size, n_embd>>("seed001/key_weight.npy");
+  head.query.weight.value = golden::load<tensor<float, head_size, n_embd>>("seed001/query_weight.npy");
+  head.value.weight.value = golden::load<tensor<float, head_size, n_embd>>("seed001/value_weight.npy");
   nn::seeds::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
   auto out = head.forward<time_, q_time, k_time>(x, &t);
   golden::check(t.k, "seed001/k.npy");

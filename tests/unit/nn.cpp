@@ -24,7 +24,7 @@ TEST_CASE("nn::linear: y = x W^T + b, In replaced by Out in place", "[nn]") {
   nn::linear<double, d_in, d_out> lin(d_in{3}, d_out{2});
   lin.reset_parameters(5);
   const double bound = 1.0 / std::sqrt(3.0);
-  for (std::size_t i = 0; i < lin.weight.size(); ++i) CHECK(std::abs(lin.weight.data()[i]) <= bound);
+  for (std::size_t i = 0; i < lin.weight.value.size(); ++i) CHECK(std::abs(lin.weight.value.data()[i]) <= bound);
   tensor<double, batch, d_in, posn> x(batch{2}, d_in{3}, posn{4});
   test::fill_pattern(x);
   auto y = lin(x);
@@ -32,14 +32,14 @@ TEST_CASE("nn::linear: y = x W^T + b, In replaced by Out in place", "[nn]") {
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t o = 0; o < 2; ++o)
       for (std::size_t p = 0; p < 4; ++p) {
-        double want = lin.bias(d_out{o});
-        for (std::size_t i = 0; i < 3; ++i) want += x(batch{b}, d_in{i}, posn{p}) * lin.weight(d_out{o}, d_in{i});
+        double want = lin.bias->value(d_out{o});
+        for (std::size_t i = 0; i < 3; ++i) want += x(batch{b}, d_in{i}, posn{p}) * lin.weight.value(d_out{o}, d_in{i});
         CHECK(y(batch{b}, d_out{o}, posn{p}) == Approx(want));
       }
   nn::linear<double, d_in, d_out> no_bias(d_in{3}, d_out{2}, false);
-  no_bias.weight = lin.weight;
+  no_bias.weight.value = lin.weight.value;
   auto y0 = no_bias(x);
-  CHECK(y0(batch{1}, d_out{1}, posn{3}) == Approx(y(batch{1}, d_out{1}, posn{3}) - lin.bias(d_out{1})));
+  CHECK(y0(batch{1}, d_out{1}, posn{3}) == Approx(y(batch{1}, d_out{1}, posn{3}) - lin.bias->value(d_out{1})));
 }
 
 TEST_CASE("nn::dropout: identity at p = 0 and in inference, seeded masks in training", "[nn]") {
@@ -72,9 +72,9 @@ TEST_CASE("nn::embedding: any id shape gathers rows", "[nn]") {
   auto e = table(ids);
   static_assert(has_dims<decltype(e), batch, posn, emb>);
   for (std::size_t k = 0; k < 3; ++k) {
-    CHECK(e(batch{0}, posn{0}, emb{k}) == table.weight(vocab{9}, emb{k}));
-    CHECK(e(batch{1}, posn{1}, emb{k}) == table.weight(vocab{4}, emb{k}));
-    CHECK(e(batch{0}, posn{1}, emb{k}) == table.weight(vocab{0}, emb{k}));
+    CHECK(e(batch{0}, posn{0}, emb{k}) == table.weight.value(vocab{9}, emb{k}));
+    CHECK(e(batch{1}, posn{1}, emb{k}) == table.weight.value(vocab{4}, emb{k}));
+    CHECK(e(batch{0}, posn{1}, emb{k}) == table.weight.value(vocab{0}, emb{k}));
   }
 }
 
@@ -107,5 +107,5 @@ TEST_CASE("nn::seeds::char_tokenizer: errors name the character or id", "[nn]") 
 TEST_CASE("nn::linear: an empty input dim leaves zero parameters", "[nn]") {
   nn::linear<float, d_in, d_out> lin(d_in{0}, d_out{2});
   lin.reset_parameters(1);
-  for (std::size_t i = 0; i < lin.bias.size(); ++i) CHECK(lin.bias.data()[i] == 0.0f);
+  for (std::size_t i = 0; i < lin.bias->value.size(); ++i) CHECK(lin.bias->value.data()[i] == 0.0f);
 }

@@ -50,7 +50,7 @@
 #include <dimsum/nn/module.hpp>
 #include <dimsum/optim/adamw.hpp>
 
-#include "../../examples/char_transformer_model.hpp"
+#include "../../examples/char_transformer_forward.hpp"
 
 namespace {
 DIMSUM_DIM(step);

@@ -5,8 +5,8 @@
 // the float32 weights and inputs of fixtures/seed003/ and fixtures/seed004/,
 // loss sum(out * r) with a fixed random r).
 //
-// nn::multi_head_attention and nn::seeds::self_attention_v2 hold plain
-// tensors and run on named expressions, so the forward is written here on
+// nn::multi_head_attention and nn::seeds::self_attention_v2 hold their weights as
+// parameters but run on tensors only (no tape form), so the forward is written here on
 // grad vars from the same weights, op for op as the modules (and the seeds)
 // do it: Linear = einsum with the (out, in) weight plus the bias;
 // view + transpose into heads = rearrange of the (nheads dim_k) axis;

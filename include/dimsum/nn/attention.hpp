@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include <boost/hana/define_struct.hpp>
+
 #include <dimsum/nn/dropout.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/mask.hpp>
@@ -86,11 +88,14 @@ auto dot_product_attention(const Q& q, const K& k, const V& v, const M& mask = {
 /// seed 003's MultiHeadAttention(num_heads, emb_dim, dim_k, dropout): q, k,
 /// v Linear layers Emb -> Features (= NHeads x DK), split into heads, scaled
 /// dot-product attention per head, heads concatenated, output Linear back to
-/// Emb. Query and key/value lengths may differ (cross-attention).
+/// Emb. Query and key/value lengths may differ (cross-attention). The four
+/// layers are reflected members, so its state dict has seed 003's keys
+/// ("q_linear.weight", ..., "out.bias").
 template <class T, dimension Emb, dimension NHeads, dimension DK, dimension Features = dim<"nheads_dim_k">>
 struct multi_head_attention {
-  linear<T, Emb, Features> q_linear, k_linear, v_linear;
-  linear<T, Features, Emb> out;
+  BOOST_HANA_DEFINE_STRUCT(multi_head_attention, (linear<T, Emb, Features>, q_linear),
+                           (linear<T, Emb, Features>, k_linear), (linear<T, Emb, Features>, v_linear),
+                           (linear<T, Features, Emb>, out));
   dropout drop;
   std::size_t num_heads = 0, dim_k = 0;
 

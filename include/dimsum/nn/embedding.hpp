@@ -1,6 +1,8 @@
 #pragma once
 /// \file
-/// `nn::embedding<T, Vocab, Emb>`: PyTorch's nn.Embedding. Applied to an
+/// `nn::embedding<T, Vocab, Emb>`: PyTorch's nn.Embedding, with its table
+/// as the reflected member `weight` (a `parameter<T, Vocab, Emb>`,
+/// `BOOST_HANA_DEFINE_STRUCT`). Applied to an
 /// integer tensor of ids with dims Ds..., it gathers rows of the table and
 /// returns a tensor with dims Ds..., Emb. An id outside [0, vocab) throws
 /// `shape_error` naming the id, where it was and the vocabulary size.
@@ -9,26 +11,30 @@
 #include <random>
 #include <string>
 
+#include <boost/hana/define_struct.hpp>
+
+#include <dimsum/grad/parameter.hpp>
 #include <dimsum/io/npy.hpp>
+#include <dimsum/nn/init.hpp>
 
 namespace dimsum::nn {
 
 template <class T, dimension Vocab, dimension Emb>
 struct embedding {
-  tensor<T, Vocab, Emb> weight;
+  BOOST_HANA_DEFINE_STRUCT(embedding, (parameter<T, Vocab, Emb>, weight));
 
   embedding() = default;
+  /// A zero table; `reset_parameters` or a state-dict load fills it.
   embedding(Vocab v, Emb e) : weight(v, e) {}
 
-  /// N(0, 1) entries, as PyTorch initialises nn.Embedding (seeded).
-  void reset_parameters(std::uint64_t seed) {
-    weight = tensor<T, Vocab, Emb>::random_normal(seed, Vocab{weight.template extent<Vocab>()},
-                                                  Emb{weight.template extent<Emb>()});
-  }
+  /// N(0, 1) entries from `seed`, as nn.Embedding.reset_parameters
+  /// (nn/init.hpp: torch's distribution, not torch's numbers).
+  void reset_parameters(std::uint64_t seed) { init::normal(weight, seed); }
 
+  /// The table from a `.npy` file written from PyTorch.
   static embedding load(const std::string& path) {
     embedding e;
-    e.weight = load_npy<tensor<T, Vocab, Emb>>(path);
+    e.weight = parameter<T, Vocab, Emb>(load_npy<tensor<T, Vocab, Emb>>(path));
     return e;
   }
 
@@ -36,8 +42,9 @@ struct embedding {
   template <class I, dimension... Ds>
   tensor<T, Ds..., Emb> operator()(const tensor<I, Ds...>& ids) const {
     static_assert(std::is_integral_v<I>, "dimsum: embedding ids must be integers");
-    const std::size_t vocab = weight.template extent<Vocab>();
-    const std::size_t width = weight.template extent<Emb>();
+    const tensor<T, Vocab, Emb>& table = weight.value;
+    const std::size_t vocab = table.template extent<Vocab>();
+    const std::size_t width = table.template extent<Emb>();
     std::array<std::size_t, sizeof...(Ds) + 1> ext{};
     const auto in = ids.extents();
     for (std::size_t i = 0; i < sizeof...(Ds); ++i) ext[i] = in[i];
@@ -49,7 +56,7 @@ struct embedding {
         throw shape_error("embedding: id " + std::to_string(id) + " (element " + std::to_string(n) +
                           " of the ids) is out of range for dim '" + std::string(Vocab::name.view()) +
                           "' of extent " + std::to_string(vocab));
-      std::copy_n(weight.data() + static_cast<std::size_t>(id) * width, width, out.data() + n * width);
+      std::copy_n(table.data() + static_cast<std::size_t>(id) * width, width, out.data() + n * width);
     }
     return out;
   }

@@ -5,7 +5,8 @@
 /// `BOOST_HANA_ADAPT_STRUCT`); Hana gives each member with its name, so
 /// `for_each_parameter(m, f)` visits every `parameter<T, Ds...>` member with
 /// its dotted name ("blocks.0.attn.W_Q"): nested modules recursively,
-/// `std::array` and `std::vector` of modules or parameters as "name.i".
+/// `std::array` and `std::vector` of modules or parameters as "name.i",
+/// `std::optional` of either under its own name when it holds a value.
 /// Members of any other type (sizes, flags, plain tensors used as buffers)
 /// are not parameters and are skipped, as PyTorch skips plain attributes.
 /// `zero_grad`, `parameter_count`, `summary`, the optimizers and the state
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -87,18 +89,31 @@ struct sequence_traits<std::vector<X, A>> {
 };
 
 template <class X>
+struct optional_traits {
+  static constexpr bool value = false;
+};
+template <class X>
+struct optional_traits<std::optional<X>> {
+  static constexpr bool value = true;
+  using element = X;
+};
+
+template <class X>
 constexpr bool holds_parameters() {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_parameter_v<D> || module<D>)
     return true;
+  else if constexpr (optional_traits<D>::value)
+    return holds_parameters<typename optional_traits<D>::element>();
   else if constexpr (sequence_traits<D>::value)
     return holds_parameters<typename sequence_traits<D>::element>();
   else
     return false;
 }
 
-// Visits one member `x` named `name`: a parameter, a module, or a sequence
-// of either; anything else holds no parameters.
+// Visits one member `x` named `name`: a parameter, a module, a sequence of
+// either, or an optional one (visited when engaged: a bias-less layer has
+// no bias key, as in PyTorch); anything else holds no parameters.
 template <class X, class F>
 void visit_member(X&& x, const std::string& name, F& f) {
   using D = std::remove_cvref_t<X>;
@@ -112,6 +127,8 @@ void visit_member(X&& x, const std::string& name, F& f) {
       full += boost::hana::to<const char*>(member_name);
       visit_member(boost::hana::second(pair)(x), full, f);
     });
+  } else if constexpr (optional_traits<D>::value && holds_parameters<D>()) {
+    if (x) visit_member(*x, name, f);
   } else if constexpr (sequence_traits<D>::value && holds_parameters<D>()) {
     std::size_t i = 0;
     for (auto&& element : x) visit_member(element, cat(name, ".", std::to_string(i++)), f);

@@ -8,6 +8,9 @@
 #include <dimsum/nn/attention.hpp>
 #include <dimsum/nn/dropout.hpp>
 #include <dimsum/nn/embedding.hpp>
+#include <dimsum/nn/init.hpp>
+#include <dimsum/nn/layer_norm.hpp>
 #include <dimsum/nn/linear.hpp>
+#include <dimsum/nn/module.hpp>
 #include <dimsum/nn/positional_encoding.hpp>
 #include <dimsum/ops/arange.hpp>

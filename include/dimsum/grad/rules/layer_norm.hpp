@@ -11,14 +11,10 @@
 #include <utility>
 
 #include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/ops/layer_norm.hpp>
 #include <dimsum/ops/reduce.hpp>
 
 namespace dimsum {
-
-template <class Dim, class Dims>
-struct layer_norm_dim_is_not_a_dim_of_the_tensor {
-  static_assert(detail::always_false<Dim, Dims>, "dimsum: layer_norm over a dim that the tensor does not have");
-};
 
 /// Layer normalisation of the var x over dim D with weight and bias (vars
 /// or tensors whose dims are a subset of x's); eps is added to the
@@ -37,15 +33,10 @@ auto layer_norm(X&& x0, W&& w0, B&& b0, double eps = 1e-5) {
     detail::report<layer_norm_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
   } else {
-    const tensor_for_t<T, R> mu = dimsum::mean<D>(x.value());
-    const tensor_for_t<T, L> xc = x.value() - mu;
-    const tensor_for_t<T, L> sq = xc * xc;
-    const tensor_for_t<T, R> var = dimsum::mean<D>(sq);
-    const tensor_for_t<T, R> rstd = grad::detail::map(var, [eps](T v) { return T(1) / std::sqrt(v + T(eps)); });
-    const tensor_for_t<T, L> xhat = xc * rstd;
-    const tensor_for_t<T, L> scaled = xhat * w.value();
+    auto parts = detail::layer_norm_normalise<D, T, L>(x.value(), eps);
+    const tensor_for_t<T, L> scaled = parts.xhat * w.value();
     auto fwd = scaled + b.value();
-    return grad::detail::record_op(std::move(fwd), [x, w, b, xhat, rstd](const auto& g, const auto&) {
+    return grad::detail::record_op(std::move(fwd), [x, w, b, xhat = std::move(parts.xhat), rstd = std::move(parts.rstd)](const auto& g, const auto&) {
       grad::detail::send(b, g);
       grad::detail::send(w, g * xhat);
       if (x.requires_grad()) {

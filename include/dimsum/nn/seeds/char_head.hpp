@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/hana/define_struct.hpp>
+
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/mask.hpp>
 #include <dimsum/ops/softmax.hpp>
@@ -76,7 +78,8 @@ struct char_tokenizer {
 template <class T, dimension Emb, dimension Head>
 struct char_head {
   /// The bias-free Linear(C, head_size) layers, Emb -> Head.
-  linear<T, Emb, Head> key, query, value;
+  BOOST_HANA_DEFINE_STRUCT(char_head, (linear<T, Emb, Head>, key), (linear<T, Emb, Head>, query),
+                           (linear<T, Emb, Head>, value));
 
   char_head(Emb emb, Head head) : key(emb, head, false), query(emb, head, false), value(emb, head, false) {}
 

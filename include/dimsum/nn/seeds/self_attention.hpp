@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include <boost/hana/define_struct.hpp>
+
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/tensor/concepts.hpp>
@@ -84,7 +86,8 @@ struct self_attention_v1 {
 template <class T, dimension DIn, dimension DOut>
 struct self_attention_v2 {
   /// The Linear(DIn, DOut) layers (bias only with qkv_bias).
-  linear<T, DIn, DOut> W_query, W_key, W_value;
+  BOOST_HANA_DEFINE_STRUCT(self_attention_v2, (linear<T, DIn, DOut>, W_query), (linear<T, DIn, DOut>, W_key),
+                           (linear<T, DIn, DOut>, W_value));
 
   self_attention_v2(DIn d_in, DOut d_out, bool qkv_bias = false)
       : W_query(d_in, d_out, qkv_bias), W_key(d_in, d_out, qkv_bias), W_value(d_in, d_out, qkv_bias) {}

@@ -1,0 +1,16 @@
+// cross_entropy of tensor logits over a class dim that they do not have.
+// EXPECT: dimsum: cross_entropy<Class> over a class dim that the logits do not have
+// EXPECT: cross_entropy_class_dim_is_not_a_dim_of_the_logits<nheads, dimsum::dims<batch, posn, d_model> ?>
+#include "common.hpp"
+#include <cstdint>
+
+int main() {
+  x_t logits(batch{2}, posn{3});
+  dimsum::tensor<std::int64_t, batch, posn> ids(batch{2}, posn{3});
+#ifdef DIMSUM_SHOULD_FAIL
+  auto loss = dimsum::cross_entropy<nheads>(logits, ids);
+#else
+  auto loss = dimsum::cross_entropy<d_model>(logits, ids);
+#endif
+  (void)loss;
+}

@@ -1,0 +1,16 @@
+// layer_norm of a tensor over a dim that the tensor does not have.
+// EXPECT: dimsum: layer_norm over a dim that the tensor does not have
+// EXPECT: layer_norm_dim_is_not_a_dim_of_the_tensor<d_head, dimsum::dims<batch, posn, d_model> ?>
+#include "common.hpp"
+
+int main() {
+  x_t x(batch{2}, posn{3});
+  auto w = dimsum::tensor<float, d_model>::ones();
+  dimsum::tensor<float, d_model> b;
+#ifdef DIMSUM_SHOULD_FAIL
+  auto y = dimsum::layer_norm<d_head>(x, w, b);
+#else
+  auto y = dimsum::layer_norm<d_model>(x, w, b);
+#endif
+  (void)y;
+}
