@@ -29,33 +29,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "gemm_args.hpp"
+
 namespace {
 
 namespace dk = dimsum::kernels;
 
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
-
-dk::dim_group one_dim(std::size_t extent, std::ptrdiff_t sa, std::ptrdiff_t sb, std::ptrdiff_t sc) {
-  dk::dim_group g;
-  g.rank = 1;
-  g.extents[0] = extent;
-  g.stride_a[0] = sa;
-  g.stride_b[0] = sb;
-  g.stride_c[0] = sc;
-  return g;
-}
+using bench::one_dim;
+using bench::random_vector;
 
 void set_threads(int n) {
   dimsum::set_num_threads(n);

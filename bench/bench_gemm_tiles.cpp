@@ -20,9 +20,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
+
+#include "gemm_args.hpp"
 
 namespace {
 
@@ -46,25 +47,14 @@ double best_ms(F&& f, int reps) {
   return best;
 }
 
-dk::dim_group one_dim(std::size_t extent, std::ptrdiff_t sa, std::ptrdiff_t sb, std::ptrdiff_t sc) {
-  dk::dim_group g;
-  g.rank = 1;
-  g.extents[0] = extent;
-  g.stride_a[0] = sa;
-  g.stride_b[0] = sb;
-  g.stride_c[0] = sc;
-  return g;
-}
+using bench::one_dim;
 
 struct problem {
   std::size_t m, n, k;
   std::vector<float> a, b, c, want;
   dk::contraction_args<float> args{};
-  problem(std::size_t m_, std::size_t n_, std::size_t k_) : m(m_), n(n_), k(k_), a(m * k), b(k * n), c(m * n) {
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (float& x : a) x = u(rng);
-    for (float& x : b) x = u(rng);
+  problem(std::size_t m_, std::size_t n_, std::size_t k_)
+      : m(m_), n(n_), k(k_), a(bench::random_vector(m * k, 1)), b(bench::random_vector(k * n, 2)), c(m * n) {
     args.a = a.data();
     args.b = b.data();
     args.c = c.data();
