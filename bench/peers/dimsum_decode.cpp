@@ -13,6 +13,7 @@
 // (B must be 1.) Prints peak_extra_mib and median_ms; --out writes the
 // output (b, p, m) as raw float32.
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   const bench::peer_args args = bench::parse_args(argc - 1, argv + 1);
   if (!args.ok || args.shape.b != 1) return 2;
   const bench::attention_shape s = args.shape;
+  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   bench::attention_inputs in(s);
   const batch B{s.b};
   const posn P{s.p};

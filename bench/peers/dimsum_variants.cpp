@@ -12,6 +12,7 @@
 // (M is unused: the inputs are q, k, v). Prints peak_extra_mib and
 // median_ms; --out writes z (b, p, h, d) as raw float32.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   const bench::peer_args args = bench::parse_args(argc - 1, argv + 1);
   if (!args.ok) return 2;
   const bench::attention_shape s = args.shape;
+  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   const std::size_t n = s.b * s.p * s.h * s.d;
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();

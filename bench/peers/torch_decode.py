@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import torch
 
-from torch_attention import inputs, timed
+from torch_attention import inputs, kernel, timed
 
 
 def decode(w, cache_k, cache_v, out):
@@ -41,6 +41,7 @@ def main():
     w = inputs(b, p, m, h, d)
     cache_k, cache_v, out = torch.zeros(b, p, h, d), torch.zeros(b, p, h, d), torch.zeros(b, p, m)
     run = lambda: decode(w, cache_k, cache_v, out)
+    print(f"kernel={kernel()}")
     y = timed(run, reps)
     if path:
         y.numpy().astype(np.float32).tofile(path)

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import torch
 
-from torch_attention import make, timed  # noqa: E402
+from torch_attention import kernel, make, timed  # noqa: E402
 
 WINDOW = 256
 KV_HEADS = 4
@@ -65,6 +65,7 @@ def main():
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     w = inputs(variant, b, p, h, d)
     run = lambda: forward(variant, w)
+    print(f"kernel={kernel()}")
     y = timed(run, reps)
     if out:
         y.numpy().astype(np.float32).tofile(out)
