@@ -357,7 +357,9 @@ struct attention_backward_kernel {
     }
     std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
     for (std::size_t j0 = 0; j0 < a.nk; j0 += BC) {
-      const std::size_t n = std::min(BC, a.nk - j0), n_nr = round_up(n, NR);
+      const std::size_t n = std::min(BC, a.nk - j0);
+      std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));  // dKᵀ and dVᵀ of the key tile, summed over query tiles
+      std::fill(buf.dvt, buf.dvt + a.dv * BC, T(0));
       bool started = false;
       for (std::size_t i0 = 0; i0 < a.nq; i0 += BR) {
         const std::size_t rows = std::min(BR, a.nq - i0), panels = (rows + MR - 1) / MR;
@@ -365,9 +367,19 @@ struct attention_backward_kernel {
         // that keeps none of this key tile's keys adds nothing to it
         const key_range kept = kept_keys(a, fwd.vanish, i0, i0 + rows - 1);
         if (kept.hi <= j0 || kept.lo >= j0 + n) continue;
-        for (std::size_t jp = 0; jp < n; jp += NR)
-          for (std::size_t p = 0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
-            const std::size_t cols = std::min(NR, round_up(n - jp, simd_ops<T, Arch>::width));
+        // Within it, the keys past the last one any row keeps and the
+        // leading row panels that keep none of the keys (the tiles along a
+        // causal diagonal) contribute nothing either: P and dS are 0 there.
+        const std::size_t ne = std::min(n, kept.hi - j0), ne_nr = round_up(ne, NR);
+        std::size_t p0 = 0;
+        for (; p0 + 1 < panels; ++p0) {
+          const key_range pk = kept_keys(a, fwd.vanish, i0 + p0 * MR, i0 + (p0 + 1) * MR - 1);
+          if (pk.hi > j0 && pk.lo < j0 + ne) break;
+        }
+        const std::size_t r0 = p0 * MR;
+        for (std::size_t jp = 0; jp < ne; jp += NR)
+          for (std::size_t p = p0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
+            const std::size_t cols = std::min(NR, round_up(ne - jp, simd_ops<T, Arch>::width));
             kernel::run_with(a.dk, forward::rows_of(qrows + static_cast<std::ptrdiff_t>(i0) * q_ld, q_ld, p, rows),
                              buf.kp + (j0 + jp) * a.dk,
                              tile_target<T>{buf.s, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
@@ -375,34 +387,29 @@ struct attention_backward_kernel {
                              buf.vp + (j0 + jp) * a.dv,
                              tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
           }
-        for (std::size_t r = 0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, n, lse[i0 + r]);
-        const T beta = started ? T(1) : T(0);
+        for (std::size_t r = r0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r]);
         started = true;
-        for (std::size_t jp = 0; jp < n_nr; jp += NR) {
-          const std::size_t cols = std::min(NR, n - jp);
-          const T* pp = buf.pp + (jp / NR) * BR * NR;
-          const T* dsp = buf.dsp + (jp / NR) * BR * NR;
+        for (std::size_t jp = 0; jp < ne_nr; jp += NR) {
+          const std::size_t cols = std::min(NR, ne - jp);
+          const T* pp = buf.pp + (jp / NR) * BR * NR + r0 * NR;  // panel rows [r0, rows)
+          const T* dsp = buf.dsp + (jp / NR) * BR * NR + r0 * NR;
           for (std::size_t p = 0; p * MR < a.dv; ++p)  // dVᵀ += dOᵀ P
-            kernel::run_with(rows, forward::rows_of(buf.dot + i0, tld, p, a.dv), pp,
+            kernel::run_with(rows - r0, forward::rows_of(buf.dot + i0 + r0, tld, p, a.dv), pp,
                              tile_target<T>{buf.dvt, off_bc.data() + p * MR, unit.data() + jp,
-                                            std::min(MR, a.dv - p * MR), cols, true, T(1), beta});
+                                            std::min(MR, a.dv - p * MR), cols, true, T(1), T(1)});
           for (std::size_t p = 0; p * MR < a.dk; ++p)  // dKᵀ += Qᵀ dS
-            kernel::run_with(rows, forward::rows_of(buf.qt + i0, tld, p, a.dk), dsp,
+            kernel::run_with(rows - r0, forward::rows_of(buf.qt + i0 + r0, tld, p, a.dk), dsp,
                              tile_target<T>{buf.dkt, off_bc.data() + p * MR, unit.data() + jp,
-                                            std::min(MR, a.dk - p * MR), cols, true, T(1), beta});
+                                            std::min(MR, a.dk - p * MR), cols, true, T(1), T(1)});
         }
-        for (std::size_t p = 0; p < panels; ++p)  // dQ += dS K
+        for (std::size_t p = p0; p < panels; ++p)  // dQ += dS K
           for (std::size_t dp = 0; dp < dk_pad; dp += NR)
-            kernel::run_with(n, forward::rows_of(buf.ds, static_cast<std::ptrdiff_t>(BC), p, rows),
+            kernel::run_with(ne, forward::rows_of(buf.ds, static_cast<std::ptrdiff_t>(BC), p, rows),
                              buf.kc + (dp / NR * a.nk + j0) * NR,
                              tile_target<T>{buf.dq + i0 * dk_pad, off_dq.data() + p * MR, unit.data() + dp,
                                             std::min(MR, rows - p * MR), NR, true, T(1), T(1)});
       }
-      if (!started) {  // no query reaches these keys
-        if (accumulate) continue;
-        std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));
-        std::fill(buf.dvt, buf.dvt + a.dv * BC, T(0));
-      }
+      if (!started && accumulate) continue;  // no query reaches these keys: nothing to add
       const auto bc = static_cast<std::ptrdiff_t>(BC);
       store(buf.dkt, 1, bc, n, a.dk, g.dk + a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j0) * a.k_row, a.k_row,
             a.k_col);  // dK = (dKᵀ)ᵀ
