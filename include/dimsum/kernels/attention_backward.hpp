@@ -20,8 +20,9 @@
 ///
 /// Gradients are written with the strides of their operands (dQ like Q, dK
 /// like K, dV like V, dO read like O), so a broadcast batch dim (stride 0)
-/// of Q, K or V sums its gradient over that dim. OpenMP over batch indices
-/// (one thread when a broadcast batch dim makes them share a gradient).
+/// of Q, K or V sums its gradient over that dim. Threads over batch indices
+/// (kernels::parallel_for; one thread when a broadcast batch dim makes them
+/// share a gradient).
 
 #include <algorithm>
 #include <cmath>
@@ -424,25 +425,16 @@ struct attention_backward_kernel {
     }
     if (empty) return;
     const std::size_t bytes = scratch_bytes();
-#ifdef _OPENMP
-    std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
     // five products of the forward's two sizes: serial below the threshold
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(3 * a.dk + 2 * a.dv);
-    if (flops < parallel_min_flops * 8 || accumulate) threads = 1;
-    const int team = static_cast<int>(std::min(threads, nb));
-    if (team > 1) {
-#pragma omp parallel num_threads(team)
-      {
-        buffers buf = carve(thread_scratch().reserve(bytes));
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(nb); ++bi)
-          run_batch(buf, g, static_cast<std::size_t>(bi));
-      }
-      return;
-    }
-#endif
-    buffers buf = carve(thread_scratch().reserve(bytes));
-    for (std::size_t bi = 0; bi < nb; ++bi) run_batch(buf, g, bi);
+    const std::size_t threads = flops < parallel_min_flops * 8 || accumulate ? 1 : threads_for_flops(flops);
+    parallel_for(
+        nb,
+        [&](std::size_t bi) {
+          buffers buf = carve(thread_scratch().reserve(bytes));
+          run_batch(buf, g, bi);
+        },
+        std::min(threads, nb));
   }
 };
 
