@@ -9,7 +9,18 @@
 // (salt 9). Prints peak_extra_mib and median_ms of one step; with --out,
 // writes the first step's gradients as raw float32 in the order W_Q, W_K,
 // W_V, W_O, b_Q, b_K, b_V, b_O (bench/compare checks them against PyTorch).
+// Also prints heap_peak_mib and forward_heap_peak_mib: the most heap
+// memory live at once during a step and during the forward alone (recorded
+// on the tape, the loss computed, no backward) beyond what was live
+// before, counted by this program's operator new and delete. Unlike the
+// RSS peak, which misses buffers the allocator reuses from an earlier
+// step, they count every buffer the step holds.
+#include <malloc.h>
+
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <limits>
 #include <vector>
 
@@ -39,6 +50,47 @@ struct layer {
                            (parameter<float, nheads, d_head>, b_K), (parameter<float, nheads, d_head>, b_V),
                            (parameter<float, d_model>, b_O));
 };
+
+namespace heap {
+std::atomic<std::size_t> live{0}, high{0};
+void* counted(void* p) {
+  if (!p) throw std::bad_alloc();
+  const std::size_t now = live.fetch_add(malloc_usable_size(p)) + malloc_usable_size(p);
+  std::size_t h = high.load();
+  while (now > h && !high.compare_exchange_weak(h, now)) {
+  }
+  return p;
+}
+void release(void* p) noexcept {
+  if (p) live.fetch_sub(malloc_usable_size(p));
+  std::free(p);
+}
+void* aligned(std::size_t n, std::align_val_t a) {
+  const auto al = static_cast<std::size_t>(a);
+  return counted(std::aligned_alloc(al, (n + al - 1) / al * al));
+}
+/// The most heap memory live at once while f runs, beyond what was live before, in MiB.
+template <class F>
+double peak_mib(F&& f) {
+  const std::size_t before = live.load();
+  high.store(before);
+  f();
+  return double(high.load() - before) / (1024.0 * 1024.0);
+}
+}  // namespace heap
+
+void* operator new(std::size_t n) { return heap::counted(std::malloc(n ? n : 1)); }
+void* operator new[](std::size_t n) { return heap::counted(std::malloc(n ? n : 1)); }
+void* operator new(std::size_t n, std::align_val_t a) { return heap::aligned(n ? n : 1, a); }
+void* operator new[](std::size_t n, std::align_val_t a) { return heap::aligned(n ? n : 1, a); }
+void operator delete(void* p) noexcept { heap::release(p); }
+void operator delete[](void* p) noexcept { heap::release(p); }
+void operator delete(void* p, std::size_t) noexcept { heap::release(p); }
+void operator delete[](void* p, std::size_t) noexcept { heap::release(p); }
+void operator delete(void* p, std::align_val_t) noexcept { heap::release(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { heap::release(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { heap::release(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { heap::release(p); }
 
 template <class T>
 T from(const std::vector<float>& v, T t) {
@@ -71,9 +123,8 @@ int main(int argc, char** argv) {
   const float inf = std::numeric_limits<float>::infinity();
   dimsum::optim::adamw opt;
   std::vector<float> grads;
-  auto step = [&] {
-    dimsum::nn::zero_grad(w);
-    dimsum::grad::tape t;
+  // The layer's forward on tape t and the loss.
+  auto forward = [&](dimsum::grad::tape& t) {
     auto xv = t.constant(x);
     auto q = rename<posn, q_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_Q)) + t.watch(w.b_Q));
     auto k = rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_K)) + t.watch(w.b_K));
@@ -87,7 +138,12 @@ int main(int argc, char** argv) {
     });
     auto out = einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, t.watch(w.W_O)) +
                t.watch(w.b_O);
-    t.backward(dimsum::sum<batch, q_posn, d_model>(out * rename<posn, q_posn>(R)));
+    return dimsum::sum<batch, q_posn, d_model>(out * rename<posn, q_posn>(R));
+  };
+  auto step = [&] {
+    dimsum::nn::zero_grad(w);
+    dimsum::grad::tape t;
+    t.backward(forward(t));
     if (grads.empty())
       dimsum::nn::for_each_parameter(w, [&](const auto&, auto& p) {
         grads.insert(grads.end(), p.grad.data(), p.grad.data() + p.grad.size());
@@ -96,6 +152,12 @@ int main(int argc, char** argv) {
   };
   step();  // the first step's gradients, before any update
   const std::vector<float> first = grads;
+  std::printf("forward_heap_peak_mib=%.1f\n", heap::peak_mib([&] {
+                dimsum::grad::tape t;
+                const auto loss = forward(t);
+                (void)loss;
+              }));
+  std::printf("heap_peak_mib=%.1f\n", heap::peak_mib(step));
   const int rc = bench::time_and_write(args, step, [&] { return first.data(); }, first.size());
   return rc;
 }

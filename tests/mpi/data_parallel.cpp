@@ -10,6 +10,8 @@
 
 #include <mpi.h>
 
+#include "world.hpp"
+
 #include <cmath>
 #include <random>
 #include <string>
@@ -27,21 +29,20 @@ using char_lm::posn;
 namespace {
 DIMSUM_MESH_AXIS(data);
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
-char_lm::model small_model() {
+char_lm::config small_config(std::size_t layers = 1) {
   char_lm::config c;
   c.vocab = 11;
   c.context = 8;
   c.d_model = 16;
-  c.n_layers = 1;
+  c.n_layers = layers;
   c.n_heads = 2;
   c.d_mlp = 32;
-  auto m = char_lm::make_model(c);
+  return c;
+}
+
+char_lm::model small_model() {
+  auto m = char_lm::make_model(small_config());
   char_lm::init_model(m, 1234);
   return m;
 }
@@ -89,7 +90,13 @@ TEST_CASE("data-parallel AdamW steps equal single-process training on the whole 
       loss_mine = loss.item();
       t.backward(loss);
     }
+    dist::reset_traffic();
     bytes = dist::average_gradients<data>(m, parallel);
+    // One all-reduce of every float gradient; a ring sends 2 (n - 1) / n of it.
+    CHECK(dist::traffic_counter().calls == 1);
+    CHECK(dist::traffic_counter().payload_bytes == dimsum::nn::parameter_count(parallel) * sizeof(float));
+    CHECK(dist::traffic_counter().ring_bytes ==
+          2 * (std::size_t(n) - 1) * dimsum::nn::parameter_count(parallel) * sizeof(float) / std::size_t(n));
     opt_parallel.step(parallel);
     // The mean of the ranks' losses is the whole batch's loss.
     float loss_sum = 0;
@@ -113,6 +120,39 @@ TEST_CASE("data-parallel AdamW steps equal single-process training on the whole 
   // summation order changes the gradients in their last bits, which moves
   // the updates by far less than 1e-5.
   CHECK(worst < 1e-5);
+}
+
+TEST_CASE("a replicated model saved by save_module loads on the mesh and in one process", "[mpi][checkpoint]") {
+  const int n = world_size();
+  dist::mesh<data> m(MPI_COMM_WORLD, data{n});
+  auto trained = small_model();
+  for (std::size_t i = 0; i < trained.blocks[0].attn.W_Q.value.size(); ++i)
+    trained.blocks[0].attn.W_Q.value.data()[i] = float(i) * 0.5f;  // differs from a fresh model
+  const std::string dir = shared_dir("module");
+  dist::save_module(m, dir, trained);
+  // Every rank loads it (collective) into a freshly initialised model ...
+  auto on_mesh = small_model();
+  char_lm::init_model(on_mesh, 99);
+  dist::load_module(m, dir, on_mesh);
+  // ... and so does one process, without the mesh.
+  auto alone = small_model();
+  char_lm::init_model(alone, 7);
+  dist::load_module(dir, alone);
+  std::vector<const float*> want;
+  dimsum::nn::for_each_parameter(trained, [&](const std::string&, const auto& p) { want.push_back(p.value.data()); });
+  std::size_t bad = 0, i = 0;
+  auto compare = [&](const std::string&, const auto& p) {
+    for (std::size_t j = 0; j < p.value.size(); ++j) bad += p.value.data()[j] != want[i][j];
+    ++i;
+  };
+  dimsum::nn::for_each_parameter(on_mesh, compare);
+  i = 0;
+  dimsum::nn::for_each_parameter(alone, compare);
+  CHECK(bad == 0);
+  // A model of another shape does not load, on any rank.
+  auto deeper = char_lm::make_model(small_config(2));
+  CHECK_THROWS_WITH(dist::load_module(m, dir, deeper), Catch::Contains("missing 'blocks.1."));
+  remove_dir(dir);
 }
 
 #include "mpi_catch_main.hpp"

@@ -9,6 +9,8 @@
 
 #include <mpi.h>
 
+#include "world.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -36,11 +38,6 @@ TT load(const std::string& name) {
   return dimsum::load_npy<TT>(dir + name);
 }
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 }  // namespace
 
 TEST_CASE("seed 003 cross-attention with a padding mask, heads split over ranks, equals PyTorch", "[mpi][seed003]") {

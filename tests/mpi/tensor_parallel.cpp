@@ -10,6 +10,8 @@
 
 #include <mpi.h>
 
+#include "world.hpp"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -32,16 +34,6 @@ DIMSUM_DIM(d_model);
 DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_head);
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 
 using weights = seed000::attention_weights<d_model, nheads, d_head>;
 using split_heads = dist::split<nheads, model>;
@@ -110,6 +102,21 @@ TEST_CASE("tensor-parallel attention with 8 heads equals the single-process laye
   CHECK(max_abs_diff(tensor_parallel_attention(m, x, w), single) < 1e-5);
 }
 
+TEST_CASE("the tensor-parallel layer sends one all-reduce of batch x posn x d_model per rank", "[mpi][traffic]") {
+  // Counted by the collectives' wrappers; the formula is the ring
+  // all-reduce's: 2 (p - 1) / p x batch x posn x d_model x 4 bytes.
+  const std::size_t B = 2, T = 12, M = 16, p = std::size_t(world_size());
+  const auto w = weights::random(3, d_model{M}, nheads{4}, d_head{4});
+  const auto x = tensor<float, batch, posn, d_model>::random_uniform(9, batch{B}, posn{T}, d_model{M});
+  dist::mesh<model> m(MPI_COMM_WORLD, model{world_size()});
+  dist::reset_traffic();
+  (void)tensor_parallel_attention(m, x, w);
+  const auto t = dist::traffic_counter();
+  CHECK(t.calls == 1);
+  CHECK(t.payload_bytes == B * T * M * 4);
+  CHECK(t.ring_bytes == 2 * (p - 1) * B * T * M * 4 / p);
+}
+
 TEST_CASE("all_gather, reduce_scatter and all_reduce against plain loops", "[mpi][collectives]") {
   const int n = world_size(), me = world_rank();
   dist::mesh<model> m(MPI_COMM_WORLD, model{n});
@@ -123,15 +130,24 @@ TEST_CASE("all_gather, reduce_scatter and all_reduce against plain loops", "[mpi
   CHECK(s.extent<nheads>() == H);
   CHECK(s.local()(d_model{1}, nheads{0}) == 100.0 * double(2 * me) + 1.0);
   // all_gather: the whole tensor back, in place along the inner dim.
+  dist::reset_traffic();
   const tensor<double, d_model, nheads> gathered = dist::all_gather<nheads>(s);
+  CHECK(dist::traffic_counter().ring_bytes == (std::size_t(n) - 1) * 3 * 2 * sizeof(double));
   CHECK(max_abs_diff(gathered, full) == 0.0);
   // A partial sum: rank r holds (r + 1) * full; the sum is n(n+1)/2 full.
   const auto mine = dist::from_local<dist::partial<model, nheads>>(m, dimsum::eval(full * double(me + 1)));
   const double total = double(n) * double(n + 1) / 2.0;
+  dist::reset_traffic();
   const tensor<double, d_model, nheads> reduced = dist::all_reduce(mine);
   CHECK(max_abs_diff(reduced, dimsum::eval(full * total)) < 1e-12);
+  // The counted bytes: the ring formulas over n ranks, per collective.
+  const std::size_t bytes = 3 * H * sizeof(double), nn = std::size_t(n);
+  CHECK(dist::traffic_counter().ring_bytes == 2 * (nn - 1) * bytes / nn);
   // reduce_scatter onto nheads: rank r gets heads [2r, 2r + 2) of the sum.
+  dist::reset_traffic();
   const auto scattered = dist::reduce_scatter<nheads>(mine);
+  CHECK(dist::traffic_counter().ring_bytes == (nn - 1) * bytes / nn);
+  CHECK(dist::traffic_counter().payload_bytes == bytes);
   static_assert(std::is_same_v<std::remove_cvref_t<decltype(scattered)>,
                                dist::sharded<tensor<double, d_model, nheads>, dist::split<nheads, model>>>);
   for (std::size_t c = 0; c < 3; ++c)

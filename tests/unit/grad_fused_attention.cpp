@@ -181,17 +181,21 @@ void close(const std::vector<double>& got, const std::vector<double>& want, doub
 /// (stages set), and checks them against the plain loops and finite
 /// differences. `nan_batch`: a batch index whose dV must be all NaN.
 void check(problem& p, kernels::attention_args<double>& a, std::vector<double>& out, std::size_t nan_batch = ~0u) {
+  std::vector<double> lse(p.b * p.nq, 7.0), stats(p.b * p.nq);
+  a.lse = lse.data();  // the forward saves the row statistics as it goes
   kernels::attention(a);
+  a.lse = nullptr;
   std::vector<double> ref_out, ref_lse;
   forward(p, p.q, p.k, p.v, ref_out, ref_lse);
-  std::vector<double> lse(p.b * p.nq);
-  kernels::attention_row_stats(a, lse.data());
+  kernels::attention_row_stats(a, stats.data());  // the same statistic, recomputed key by key
   for (std::size_t n = 0; n < lse.size(); ++n) {
     if (std::isnan(ref_out[n * p.dv])) {
       CHECK(lse[n] == ninf);
+      CHECK(stats[n] == ninf);
       CHECK(std::isnan(out[n * p.dv]));
     } else {
       CHECK(std::abs(lse[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
+      CHECK(std::abs(stats[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
     }
   }
   std::vector<double> dq(p.q.size(), -7), dk(p.k.size(), -7), dv(p.v.size(), -7);
@@ -227,9 +231,10 @@ std::vector<double> fixture_data(const std::string& name) {
 /// problem's data loaded from the fixture) against PyTorch's gradients; NaN
 /// must match NaN.
 void check_torch(const std::string& name, problem& p, kernels::attention_args<double>& a) {
-  kernels::attention(a);
   std::vector<double> lse(p.b * p.nq);
-  kernels::attention_row_stats(a, lse.data());
+  a.lse = lse.data();
+  kernels::attention(a);
+  a.lse = nullptr;
   std::vector<double> dq(p.q.size()), dk(p.k.size()), dv(p.v.size());
   kernels::attention_backward(kernels::attention_grad_args<double>{&a, lse.data(), p.dout.data(), dq.data(), dk.data(), dv.data()});
   const std::vector<double> want[3] = {
@@ -369,4 +374,187 @@ TEST_CASE("grad::fused_attention: one tape node; gradients equal PyTorch's and t
     CHECK(agree(gk, ugk) == 0);
     CHECK(agree(gv, ugv) == 0);
   }
+}
+
+namespace {
+
+/// A float problem in the seed's layout [b][posn][h][d] (batch dims b and
+/// h, rows strided by h * d), lengths crossing the packed kernel's query
+/// (64 + a few) and key (64 to 96) tiles and head sizes that are not whole
+/// micro-tiles; K and V either per head or shared by every head (stride 0,
+/// their gradients summed over h).
+struct seed_layout {
+  std::size_t b, h, nq, nk, d, dv;
+  bool shared_kv;
+  std::vector<float> q, k, v, dout;
+  std::size_t kv_heads() const { return shared_kv ? 1 : h; }
+  std::size_t qi(std::size_t bi, std::size_t hi, std::size_t i, std::size_t x) const { return ((bi * nq + i) * h + hi) * d + x; }
+  std::size_t ki(std::size_t bi, std::size_t hi, std::size_t j, std::size_t x) const {
+    return ((bi * nk + j) * kv_heads() + (shared_kv ? 0 : hi)) * d + x;
+  }
+  std::size_t vi(std::size_t bi, std::size_t hi, std::size_t j, std::size_t c) const {
+    return ((bi * nk + j) * kv_heads() + (shared_kv ? 0 : hi)) * dv + c;
+  }
+  std::size_t oi(std::size_t bi, std::size_t hi, std::size_t i, std::size_t c) const { return ((bi * nq + i) * h + hi) * dv + c; }
+};
+
+seed_layout make_seed(std::size_t b, std::size_t h, std::size_t nq, std::size_t nk, std::size_t d, std::size_t dv,
+                      bool shared_kv, unsigned seed) {
+  seed_layout p{b, h, nq, nk, d, dv, shared_kv, {}, {}, {}, {}};
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  p.q.resize(b * nq * h * d);
+  p.k.resize(b * nk * p.kv_heads() * d);
+  p.v.resize(b * nk * p.kv_heads() * dv);
+  p.dout.resize(b * nq * h * dv);
+  for (auto* vec : {&p.q, &p.k, &p.v, &p.dout})
+    for (float& x : *vec) x = u(gen);
+  return p;
+}
+
+kernels::attention_args<float> seed_args(const seed_layout& p, std::vector<float>& out) {
+  kernels::attention_args<float> a;
+  out.assign(p.b * p.nq * p.h * p.dv, 0.0f);
+  a.q = p.q.data();
+  a.k = p.k.data();
+  a.v = p.v.data();
+  a.out = out.data();
+  a.nq = p.nq;
+  a.nk = p.nk;
+  a.dk = p.d;
+  a.dv = p.dv;
+  const auto kvh = std::ptrdiff_t(p.kv_heads());
+  a.q_row = std::ptrdiff_t(p.h * p.d);
+  a.k_row = kvh * std::ptrdiff_t(p.d);
+  a.v_row = kvh * std::ptrdiff_t(p.dv);
+  a.out_row = std::ptrdiff_t(p.h * p.dv);
+  a.q_col = a.k_col = a.v_col = a.out_col = 1;
+  a.batch_rank = 2;
+  a.batch_extents[0] = p.b;
+  a.batch_extents[1] = p.h;
+  a.q_batch = {std::ptrdiff_t(p.nq * p.h * p.d), std::ptrdiff_t(p.d)};
+  a.k_batch = {std::ptrdiff_t(p.nk) * a.k_row, p.shared_kv ? 0 : std::ptrdiff_t(p.d)};
+  a.v_batch = {std::ptrdiff_t(p.nk) * a.v_row, p.shared_kv ? 0 : std::ptrdiff_t(p.dv)};
+  a.out_batch = {std::ptrdiff_t(p.nq * p.h * p.dv), std::ptrdiff_t(p.dv)};
+  return a;
+}
+
+/// The backward in plain loops and double, from its definition: P the
+/// softmax of the staged scores, dP = dO Vᵀ, D_i = sum_j P_ij dP_ij,
+/// dS = g P (dP - D) (0 where `masked`), dQ = dS K, dK = dSᵀ Q, dV = Pᵀ dO.
+void plain_backward(const seed_layout& p, double g,
+                    const std::function<bool(std::size_t, std::size_t, std::size_t)>& masked, double masked_value,
+                    std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
+  dq.assign(p.q.size(), 0.0);
+  dk.assign(p.k.size(), 0.0);
+  dv.assign(p.v.size(), 0.0);
+  std::vector<double> P(p.nq * p.nk), dP(p.nq * p.nk);
+  for (std::size_t bi = 0; bi < p.b; ++bi)
+    for (std::size_t hi = 0; hi < p.h; ++hi) {
+      for (std::size_t i = 0; i < p.nq; ++i) {
+        double m = ninf;
+        for (std::size_t j = 0; j < p.nk; ++j) {
+          double s = 0;
+          for (std::size_t x = 0; x < p.d; ++x) s += double(p.q[p.qi(bi, hi, i, x)]) * p.k[p.ki(bi, hi, j, x)];
+          P[i * p.nk + j] = masked(bi, i, j) ? masked_value : s * g;
+          m = std::max(m, P[i * p.nk + j]);
+        }
+        double l = 0;
+        for (std::size_t j = 0; j < p.nk; ++j) l += (P[i * p.nk + j] = std::exp(P[i * p.nk + j] - m));
+        double dsum = 0;
+        for (std::size_t j = 0; j < p.nk; ++j) {
+          P[i * p.nk + j] /= l;
+          double s = 0;
+          for (std::size_t c = 0; c < p.dv; ++c) s += double(p.dout[p.oi(bi, hi, i, c)]) * p.v[p.vi(bi, hi, j, c)];
+          dP[i * p.nk + j] = s;
+          dsum += P[i * p.nk + j] * s;
+        }
+        for (std::size_t j = 0; j < p.nk; ++j) {
+          const double pr = P[i * p.nk + j];
+          const double ds = masked(bi, i, j) ? 0.0 : g * pr * (dP[i * p.nk + j] - dsum);
+          for (std::size_t x = 0; x < p.d; ++x) {
+            dq[p.qi(bi, hi, i, x)] += ds * p.k[p.ki(bi, hi, j, x)];
+            dk[p.ki(bi, hi, j, x)] += ds * p.q[p.qi(bi, hi, i, x)];
+          }
+          for (std::size_t c = 0; c < p.dv; ++c) dv[p.vi(bi, hi, j, c)] += pr * p.dout[p.oi(bi, hi, i, c)];
+        }
+      }
+    }
+}
+
+/// Runs the kernel's forward (saving lse) and backward on 1 and 2 threads
+/// (the results must be identical: each batch index runs the same code on
+/// one thread) and checks them against `plain_backward`: |error| <= 1e-4
+/// (1 + |want|), float rounding of sums of ~200 terms of size ~1 (the
+/// largest error seen is about ten times smaller).
+void check_seed(const seed_layout& p, kernels::attention_args<float>& a, double g,
+                const std::function<bool(std::size_t, std::size_t, std::size_t)>& masked, double masked_value) {
+  std::vector<float> lse(p.b * p.h * p.nq);
+  a.lse = lse.data();
+  kernels::attention(a);
+  a.lse = nullptr;
+  std::vector<float> got[2][3];
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    auto& r = got[threads - 1];
+    r[0].assign(p.q.size(), -7.0f);
+    r[1].assign(p.k.size(), -7.0f);
+    r[2].assign(p.v.size(), -7.0f);
+    kernels::attention_backward(
+        kernels::attention_grad_args<float>{&a, lse.data(), p.dout.data(), r[0].data(), r[1].data(), r[2].data()});
+  }
+  set_num_threads(0);
+  std::vector<double> want[3];
+  plain_backward(p, g, masked, masked_value, want[0], want[1], want[2]);
+  for (int w = 0; w < 3; ++w) {
+    INFO("gradient " << "qkv"[w]);
+    CHECK(got[0][w] == got[1][w]);
+    std::vector<double> as_double(got[0][w].begin(), got[0][w].end());
+    close(as_double, want[w], 1e-4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fused attention backward, float, seed layout: scale and causal -inf over several query and key tiles") {
+  const seed_layout p = make_seed(2, 3, 157, 157, 40, 24, false, 4);
+  std::vector<float> out;
+  auto a = seed_args(p, out);
+  const double scale = 1 / std::sqrt(40.0);
+  a.n_stages = 2;
+  a.stages[0].op = kernels::score_op::multiply;
+  a.stages[0].value = float(scale);
+  a.stages[1].op = kernels::score_op::causal;
+  a.stages[1].value = -std::numeric_limits<float>::infinity();
+  check_seed(p, a, double(float(scale)), [](std::size_t, std::size_t i, std::size_t j) { return j > i; }, ninf);
+}
+
+TEST_CASE("fused attention backward, float: causal with more keys than queries (key tiles no query reaches)") {
+  const seed_layout p = make_seed(1, 2, 50, 230, 16, 8, false, 6);
+  std::vector<float> out;
+  auto a = seed_args(p, out);
+  a.n_stages = 1;
+  a.stages[0].op = kernels::score_op::causal;
+  a.stages[0].value = -std::numeric_limits<float>::infinity();
+  check_seed(p, a, 1.0, [](std::size_t, std::size_t i, std::size_t j) { return j > i; }, ninf);
+}
+
+TEST_CASE("fused attention backward, float: K and V shared by every head, padding mask with a finite value") {
+  const seed_layout p = make_seed(2, 3, 80, 201, 33, 17, true, 5);
+  std::vector<float> out;
+  auto a = seed_args(p, out);
+  // key j is padding in batch b when j >= 190 - 50 b; the mask broadcasts over heads and queries
+  std::unique_ptr<bool[]> mask(new bool[p.b * p.nk]);
+  for (std::size_t b = 0; b < p.b; ++b)
+    for (std::size_t j = 0; j < p.nk; ++j) mask[b * p.nk + j] = j >= 190 - 50 * b;
+  a.n_stages = 2;
+  a.stages[0].op = kernels::score_op::divide;
+  a.stages[0].value = 4.0f;
+  a.stages[1].op = kernels::score_op::mask;
+  a.stages[1].value = -5.0f;
+  a.stages[1].mask = mask.get();
+  a.stages[1].mask_batch = {std::ptrdiff_t(p.nk), 0};
+  a.stages[1].mask_row = 0;
+  a.stages[1].mask_col = 1;
+  check_seed(p, a, 0.25, [&](std::size_t b, std::size_t, std::size_t j) { return mask[b * p.nk + j]; }, -5.0);
 }

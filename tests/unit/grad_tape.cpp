@@ -126,3 +126,23 @@ TEST_CASE("grad tape: backward twice, a loss from another tape, and two tapes in
   t1.backward(l1);
   CHECK_THROWS_AS(t1.backward(l1), grad::tape_error);
 }
+
+TEST_CASE("grad tape: a node's first gradient is moved in or copied, later ones added in place", "[grad][tape]") {
+  grad::detail::var_node<double, row, col> n;
+  n.own = make_x();
+  x_t first = make_x();
+  const double* buffer = first.data();
+  n.accumulate(std::move(first));  // no gradient yet: the tensor's buffer becomes the gradient
+  CHECK(n.grad.data() == buffer);
+  const x_t second = make_x();
+  n.accumulate(second);  // an lvalue tensor: added from where it is
+  const std::vector<double> raw{1, 2, 3, 4, 5, 6};
+  n.accumulate_raw(raw.data());
+  for (std::size_t r = 0; r < 2; ++r)
+    for (std::size_t c = 0; c < 3; ++c)
+      CHECK(n.grad(row{r}, col{c}) == 2 * (double(r + 1) * 0.5 + double(c)) + double(r * 3 + c + 1));
+  grad::detail::var_node<double, row, col> m;
+  m.own = make_x();
+  m.accumulate_raw(raw.data());  // the first contribution copied
+  for (std::size_t x = 0; x < 6; ++x) CHECK(m.grad.data()[x] == raw[x]);
+}

@@ -30,7 +30,7 @@ struct average_over_a_mesh_axis_the_mesh_lacks {
 /// mean over its equal block of the batch, the result is the gradient of
 /// the mean loss over the whole batch, so the optimizer steps agree on
 /// every rank. Collective over A. Returns the number of bytes this rank
-/// handed to MPI. Compile time: A is one of the mesh's axes.
+/// handed to MPI (also counted in `traffic_counter()`). Compile time: A is one of the mesh's axes.
 template <axis A, axis... Axes, class M>
 std::size_t average_gradients(const mesh<Axes...>& m, M& module) {
   if constexpr (!((Axes::name.view() == A::name.view()) || ...)) {
@@ -50,12 +50,18 @@ std::size_t average_gradients(const mesh<Axes...>& m, M& module) {
     nn::for_each_parameter(module, gather);
     MPI_Comm comm = m.template comm<A>();
     const auto parts = static_cast<double>(m.template axis_size<A>());
-    if (!f.empty())
+    if (!f.empty()) {
       detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, f.data(), detail::checked_count(f.size()), MPI_FLOAT, MPI_SUM, comm),
                         "MPI_Allreduce (gradients)");
-    if (!d.empty())
+      detail::count_traffic(detail::collective::all_reduce, f.size() * sizeof(f[0]),
+                            static_cast<std::uint64_t>(m.template axis_size<A>()));
+    }
+    if (!d.empty()) {
       detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, d.data(), detail::checked_count(d.size()), MPI_DOUBLE, MPI_SUM, comm),
                         "MPI_Allreduce (gradients)");
+      detail::count_traffic(detail::collective::all_reduce, d.size() * sizeof(d[0]),
+                            static_cast<std::uint64_t>(m.template axis_size<A>()));
+    }
     std::size_t fi = 0, di = 0;
     auto scatter = [&](const std::string&, auto& p) {
       using T = typename std::remove_cvref_t<decltype(p.grad)>::value_type;

@@ -8,3 +8,4 @@
 #include <dimsum/dist/mesh.hpp>
 #include <dimsum/dist/sharded.hpp>
 #include <dimsum/dist/data_parallel.hpp>
+#include <dimsum/dist/checkpoint.hpp>

@@ -389,6 +389,50 @@ inline int checked_count(std::size_t n) {
 }
 }  // namespace detail
 
+// ---------------------------------------------------------------- traffic
+
+/// What this process's collectives sent, counted by the collectives of
+/// this layer (`all_reduce`, `all_gather`, `reduce_scatter`,
+/// `average_gradients`) since the last `reset_traffic()`. `payload_bytes`
+/// is the size of the buffers handed to MPI; `ring_bytes` is what this rank
+/// sends if MPI runs each collective as a ring over the p ranks of its axis
+/// (the bandwidth-optimal algorithm the cost model in docs/distributed.md
+/// assumes): all-reduce of n bytes 2 (p - 1) n / p, all-gather (p - 1) x the
+/// block, reduce-scatter (p - 1) n / p; 0 when p = 1. MPI may choose
+/// another algorithm (recursive doubling for small messages sends more);
+/// the count is the model's, not a measurement of the wire. Not
+/// thread-safe: call collectives from one thread per rank, as MPI's default
+/// thread level requires anyway.
+struct traffic {
+  std::uint64_t calls = 0;
+  std::uint64_t payload_bytes = 0;
+  std::uint64_t ring_bytes = 0;
+};
+/// This process's counter (see `traffic`).
+inline traffic& traffic_counter() {
+  static traffic t;
+  return t;
+}
+/// Zeroes this process's counter.
+inline void reset_traffic() { traffic_counter() = traffic{}; }
+
+namespace detail {
+enum class collective { all_reduce, all_gather, reduce_scatter };
+/// Counts one collective: `bytes` is the buffer each rank hands MPI (the
+/// block for all_gather, the whole input for all_reduce and reduce_scatter)
+/// over an axis of p ranks.
+inline void count_traffic(collective kind, std::uint64_t bytes, std::uint64_t p) {
+  traffic& t = traffic_counter();
+  ++t.calls;
+  t.payload_bytes += bytes;
+  switch (kind) {
+    case collective::all_reduce: t.ring_bytes += 2 * (p - 1) * bytes / p; break;
+    case collective::all_gather: t.ring_bytes += (p - 1) * bytes; break;
+    case collective::reduce_scatter: t.ring_bytes += (p - 1) * bytes / p; break;
+  }
+}
+}  // namespace detail
+
 // --------------------------------------------------------------- creation
 
 namespace detail {
@@ -497,11 +541,14 @@ auto all_reduce(sharded<Tn, Ps...> s) {
     using I = detail::placement_info<std::tuple<Ps...>>;
     Tn local = std::move(s.local());
     for (std::size_t i = 0; i < I::size; ++i)
-      if (!I::splits[i])
+      if (!I::splits[i]) {
+        const std::size_t a = s.comms()->axis_index(I::axes[i]);
         detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, local.data(), detail::checked_count(local.size()),
-                                        detail::mpi_type<T>(), MPI_SUM,
-                                        s.comms()->axis_comms[s.comms()->axis_index(I::axes[i])]),
+                                        detail::mpi_type<T>(), MPI_SUM, s.comms()->axis_comms[a]),
                           "MPI_Allreduce");
+        detail::count_traffic(detail::collective::all_reduce, local.size() * sizeof(T),
+                              static_cast<std::uint64_t>(s.comms()->sizes[a]));
+      }
     using Keep = typename detail::filter<detail::keep_splits, std::tuple<Ps...>>::type;
     return detail::make_result<Tn, Keep>(std::move(local), s.comms());
   }
@@ -539,6 +586,7 @@ auto all_gather(sharded<tensor<T, Ds...>, Ps...> s) {
     detail::check_mpi(MPI_Allgather(local.data(), detail::checked_count(local.size()), detail::mpi_type<T>(), recv.data(),
                                     detail::checked_count(local.size()), detail::mpi_type<T>(), comm),
                       "MPI_Allgather");
+    detail::count_traffic(detail::collective::all_gather, local.size() * sizeof(T), parts);
     constexpr std::size_t d = index_of<dim_list<Ds...>>(D::name.view());
     auto ext = local.extents();
     const std::size_t chunk = ext[d];
@@ -594,6 +642,7 @@ auto reduce_scatter(sharded<tensor<T, Ds...>, Ps...> s) {
     detail::check_mpi(MPI_Reduce_scatter_block(send.data(), block.data(), detail::checked_count(block.size()),
                                                detail::mpi_type<T>(), MPI_SUM, comm),
                       "MPI_Reduce_scatter_block");
+    detail::count_traffic(detail::collective::reduce_scatter, send.size() * sizeof(T), parts);
     (void)coord;
     using Rest = typename detail::filter<detail::keep_splits, std::tuple<Ps...>>::type;
     using Out = detail::tuple_cat_t<Rest, std::tuple<split<D, A>>>;

@@ -13,6 +13,7 @@
 ///     auto y = dimsum::einsum<"b d_in, d_in d_out -> b d_out">(x, w);
 ///     tape.backward(dimsum::sum<b, d_out>(y * y));    // W.grad += d loss / d W
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <functional>
@@ -98,8 +99,10 @@ struct var_node final : node_base {
   void accumulate(E&& e) {
     if constexpr (same_name_set_v<dim_list<Ds...>, dims_of_t<E>>) {
       if (!has_grad) {
-        grad = std::forward<E>(e);
+        grad = std::forward<E>(e);  // a tensor rvalue is moved in, not copied
         has_grad = true;
+      } else if constexpr (std::is_same_v<std::remove_cvref_t<E>, tensor_type>) {
+        accumulate_raw(e.data());  // a tensor: added from where it is
       } else {
         const tensor_type t = std::forward<E>(e);
         accumulate_raw(t.data());
@@ -114,7 +117,12 @@ struct var_node final : node_base {
   }
   /// grad += the buffer at p, laid out as this node's value (row-major).
   void accumulate_raw(const T* p) {
-    ensure_grad();
+    if (!has_grad) {  // the first contribution: copied, not added to zeros
+      grad = tensor_type::from_extents(value().extents());
+      std::copy_n(p, grad.size(), grad.data());
+      has_grad = true;
+      return;
+    }
     T* g = grad.data();
     const std::size_t n = grad.size();
     for (std::size_t i = 0; i < n; ++i) g[i] += p[i];

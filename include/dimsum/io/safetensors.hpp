@@ -123,6 +123,18 @@ inline std::uint64_t read_le64(const std::byte* p) {
   return v;
 }
 
+// Copies `count` values of T from little-endian bytes (or to them: the
+// swap is its own inverse).
+template <class T>
+void copy_le_bytes(const std::byte* from, T* to, std::size_t count) {
+  std::memcpy(static_cast<void*>(to), from, count * sizeof(T));
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1)
+    for (std::size_t i = 0; i < count; ++i) {
+      auto* b = reinterpret_cast<unsigned char*>(to + i);
+      std::reverse(b, b + sizeof(T));
+    }
+}
+
 // A JSON number that is a non-negative integer, or an error naming `what`.
 inline std::uint64_t json_size(std::string_view source, const nlohmann::json& j, const std::string& what) {
   if (!j.is_number_unsigned()) throw_safetensors_error(source, what + " is not a non-negative integer");

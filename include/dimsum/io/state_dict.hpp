@@ -54,16 +54,6 @@ inline std::string state_dict_dims_key(const std::string& name) { return nn::det
 
 namespace io::detail {
 
-template <class T>
-void copy_le_bytes(const std::byte* from, T* to, std::size_t count) {
-  std::memcpy(static_cast<void*>(to), from, count * sizeof(T));
-  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1)
-    for (std::size_t i = 0; i < count; ++i) {
-      auto* b = reinterpret_cast<unsigned char*>(to + i);
-      std::reverse(b, b + sizeof(T));
-    }
-}
-
 // Missing and unexpected keys, all of them in one message.
 inline void check_keys(const std::string& source, const std::set<std::string>& module_keys,
                        const std::set<std::string>& file_keys) {

@@ -6,12 +6,16 @@
 ///     S[b, i, j]   = sum_d Q[b, i, d] * K[b, j, d]
 ///
 /// where f applies the score stages in order (multiply or divide by a
-/// scalar, causal mask, boolean mask). The scores are never materialised:
+/// scalar, causal or sliding-window mask, boolean mask) and adds an
+/// optional bias (`score_bias`, evaluated lazily per row: ALiBi, relative
+/// positions) at its place among them. The scores are never materialised:
 /// each thread keeps one BR x BC score tile, the running row maxima and sums
-/// (online softmax) and a BR x dv accumulator. Keys past a query tile's last
-/// row are skipped when the causal mask sends them to -inf. Q·Kᵀ and P·V run
+/// (online softmax) and a BR x dv accumulator. Keys a causal or window
+/// stage sends to -inf for every row of a query tile (past its last row,
+/// before its first row's window) are skipped. Q·Kᵀ and P·V run
 /// on the GEMM micro-kernel, so raw scores are bit-identical to the unfused
-/// einsum's; exp is vectorised with xsimd. Work items (batch index, query
+/// einsum's (except for at most `few_rows` query rows, incremental
+/// decoding, which run row by row on dot products without packing); exp is vectorised with xsimd. Work items (batch index, query
 /// tile) are spread over OpenMP threads; each thread packs K and V of the
 /// batch index it works on into its own buffer, so there are no barriers.
 ///
@@ -49,17 +53,35 @@ inline constexpr std::size_t max_score_stages = 8;
 enum class score_op {
   multiply,  ///< s * value
   divide,    ///< s / value
-  causal,    ///< value where j > i, else s
+  causal,    ///< value where j > i + offset or i + offset - j >= window, else s
   mask       ///< value where mask[b, i, j], else s
 };
+
+/// The window of a causal stage that has none: the plain causal mask.
+inline constexpr std::size_t unbounded_window = static_cast<std::size_t>(-1);
 
 template <class T>
 struct score_stage {
   score_op op = score_op::multiply;
   T value = T(1);
+  // score_op::causal: query i sits at position i + offset and keeps the
+  // keys j with i + offset - window < j <= i + offset. A causal mask is
+  // the unbounded window with offset 0, so one mechanism serves both.
+  std::size_t window = unbounded_window, offset = 0;
   const bool* mask = nullptr;  // score_op::mask only
   std::array<std::ptrdiff_t, max_group_rank> mask_batch{};
   std::ptrdiff_t mask_row = 0, mask_col = 0;  // strides along i and j
+};
+
+/// An additive term on the scores, computed row by row so that it is never
+/// materialised: `add(ctx, bi, i, j0, n, out)` writes the bias of batch
+/// index bi, query i, keys [j0, j0 + n) into out[0, n). It is added after
+/// the first `at` stages (before stage `at`).
+template <class T>
+struct score_bias {
+  void (*add)(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) = nullptr;
+  const void* ctx = nullptr;
+  std::size_t at = 0;
 };
 
 /// One fused attention: extents, element strides (any, including 0 for a
@@ -80,6 +102,12 @@ struct attention_args {
   std::array<std::ptrdiff_t, max_group_rank> q_batch{}, k_batch{}, v_batch{}, out_batch{};
   std::size_t n_stages = 0;
   std::array<score_stage<T>, max_score_stages> stages{};
+  score_bias<T> bias{};  // bias.add == nullptr: none
+  /// When set, the kernel also writes each query row's log-sum-exp of the
+  /// staged scores, lse[b * nq + i] (batch-major; -inf for a row of only
+  /// -inf scores), the statistic the fused backward reads (not written
+  /// when dv is 0).
+  T* lse = nullptr;
 
   std::size_t batch_size() const noexcept {
     std::size_t s = 1;
@@ -124,6 +152,47 @@ bool causal_keys_vanish(const attention_args<T>& a) {
   return true;
 }
 
+/// Whether every score stage s masks ends up -inf whatever the later
+/// stages and the bias do (then its masked keys contribute nothing).
+template <class T>
+bool masked_keys_vanish(const attention_args<T>& a, std::size_t s) {
+  if (a.bias.add != nullptr && a.bias.at > s) return false;  // a bias of +inf or NaN there would show
+  T cand[max_score_stages + 1];
+  std::size_t n = 0;
+  cand[n++] = a.stages[s].value;
+  for (std::size_t t = s + 1; t < a.n_stages; ++t) {
+    const score_stage<T>& st = a.stages[t];
+    for (std::size_t c = 0; c < n; ++c) {
+      if (st.op == score_op::multiply) cand[c] = cand[c] * st.value;
+      if (st.op == score_op::divide) cand[c] = cand[c] / st.value;
+    }
+    if (st.op == score_op::mask) cand[n++] = st.value;
+  }
+  for (std::size_t c = 0; c < n; ++c)
+    if (!(cand[c] == -std::numeric_limits<T>::infinity())) return false;
+  return true;
+}
+
+/// The keys [lo, hi) that some row of the query rows [i_first, i_last]
+/// keeps under the causal and window stages whose masked keys vanish;
+/// every other key has weight 0 for all of them.
+struct key_range {
+  std::size_t lo, hi;
+};
+template <class T>
+key_range kept_keys(const attention_args<T>& a, const bool* vanish, std::size_t i_first, std::size_t i_last) {
+  key_range r{0, a.nk};
+  for (std::size_t s = 0; s < a.n_stages; ++s) {
+    const score_stage<T>& st = a.stages[s];
+    if (st.op != score_op::causal || !vanish[s]) continue;
+    r.hi = std::min(r.hi, i_last + st.offset + 1);
+    const std::size_t first_pos = i_first + st.offset;
+    if (st.window != unbounded_window && first_pos + 1 > st.window) r.lo = std::max(r.lo, first_pos + 1 - st.window);
+  }
+  r.lo = std::min(r.lo, r.hi);
+  return r;
+}
+
 template <class T, class Arch>
 struct attention_kernel {
   using blk = default_blocking<T, Arch>;
@@ -131,18 +200,18 @@ struct attention_kernel {
   static constexpr std::size_t MR = blk::mr, NR = blk::nr;
   static constexpr std::size_t BR = round_up(64, MR);   // query rows per tile
   static constexpr std::size_t BC = round_up(128, NR);  // keys per tile
+  static constexpr std::size_t few_rows = 4;            // at most this many query rows: run_row
 
   const attention_args<T>& a;
-  bool skip_causal;
+  bool vanish[max_score_stages] = {};  // masked_keys_vanish of each causal stage
   std::size_t dv_pad, nk_pad;
   std::ptrdiff_t s_row_off[BR], col_off[BC];
   std::ptrdiff_t o_row_off[BR];
 
   explicit attention_kernel(const attention_args<T>& args)
-      : a(args),
-        skip_causal(causal_keys_vanish(args)),
-        dv_pad(round_up(args.dv, NR)),
-        nk_pad(round_up(args.nk, NR)) {
+      : a(args), dv_pad(round_up(args.dv, NR)), nk_pad(round_up(args.nk, NR)) {
+    for (std::size_t s = 0; s < a.n_stages; ++s)
+      vanish[s] = a.stages[s].op == score_op::causal && masked_keys_vanish(a, s);
     for (std::size_t i = 0; i < BR; ++i) {
       s_row_off[i] = static_cast<std::ptrdiff_t>(i * BC);
       o_row_off[i] = static_cast<std::ptrdiff_t>(i * dv_pad);
@@ -152,13 +221,15 @@ struct attention_kernel {
 
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
-    T *kp, *vp, *qp, *s, *o, *m, *l, *z;
+    T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias;
     std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
   };
   std::size_t scratch_bytes() const {
-    const std::size_t kp = nk_pad * a.dk, vp = dv_pad * a.nk, qp = BR * a.dk, s = BR * BC, o = BR * dv_pad;
+    const bool packs = a.nq > few_rows;  // run_row reads K and V in place
+    const std::size_t kp = packs ? nk_pad * a.dk : 0, vp = packs ? dv_pad * a.nk : 0, qp = BR * a.dk, s = BR * BC,
+                      o = BR * dv_pad;
     std::size_t total = 0;
-    for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad}) total += round_up(n * sizeof(T), scratch_alignment);
+    for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad, BC}) total += round_up(n * sizeof(T), scratch_alignment);
     return total;
   }
   buffers carve(void* base) const {
@@ -169,14 +240,16 @@ struct attention_kernel {
       return r;
     };
     buffers b;
-    b.kp = take(nk_pad * a.dk);
-    b.vp = take(dv_pad * a.nk);
+    const bool packs = a.nq > few_rows;
+    b.kp = take(packs ? nk_pad * a.dk : 0);
+    b.vp = take(packs ? dv_pad * a.nk : 0);
     b.qp = take(BR * a.dk);
     b.s = take(BR * BC);
     b.o = take(BR * dv_pad);
     b.m = take(BR);
     b.l = take(BR);
     b.z = take(dv_pad);
+    b.bias = take(BC);
     return b;
   }
 
@@ -258,15 +331,28 @@ struct attention_kernel {
   /// -inf so the softmax steps need no scalar tails, and returns the row's
   /// maximum: one pass, each vector loaded and stored once (separate passes
   /// per stage cost more than the arithmetic on short rows).
-  T prepare_row(T* row, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec) const {
+  T prepare_row(T* row, T* bias, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n,
+                std::size_t n_vec) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     constexpr T ninf = -std::numeric_limits<T>::infinity();
-    std::size_t from[max_score_stages] = {};  // causal: tile columns from i + 1 - j0 on are masked
+    // causal: tile columns [keep_from, keep_to) are kept, the others masked
+    std::size_t keep_from[max_score_stages] = {}, keep_to[max_score_stages] = {};
     const bool* mrow[max_score_stages] = {};  // mask: this row's flags from key j0
+    const bool biased = a.bias.add != nullptr;
+    const std::size_t bias_at = biased ? a.bias.at : a.n_stages + 1;
+    if (biased) {
+      a.bias.add(a.bias.ctx, bi, i, j0, n, bias);
+      for (std::size_t j = n; j < n_vec; ++j) bias[j] = T(0);
+    }
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
-      if (st.op == score_op::causal) from[s] = i + 1 > j0 ? std::min(n, i + 1 - j0) : 0;
+      if (st.op == score_op::causal) {
+        const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
+        const std::size_t first = st.window == unbounded_window || pos + 1 <= st.window ? 0 : pos + 1 - st.window;
+        keep_to[s] = pos + 1 > j0 ? std::min(n, pos + 1 - j0) : 0;
+        keep_from[s] = std::min(keep_to[s], first > j0 ? first - j0 : 0);
+      }
       if (st.op == score_op::mask)
         mrow[s] = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +
                   static_cast<std::ptrdiff_t>(j0) * st.mask_col;
@@ -283,11 +369,14 @@ struct attention_kernel {
         auto x = ops::loadu(row + j);
         const auto col = iota + ops::broadcast(T(j));
         for (std::size_t s = 0; s < a.n_stages; ++s) {
+          if (s == bias_at) x = x + ops::loadu(bias + j);
           const auto v = ops::broadcast(a.stages[s].value);
           switch (a.stages[s].op) {
             case score_op::multiply: x = x * v; break;
             case score_op::divide: x = x / v; break;
-            case score_op::causal: x = xsimd::select(col >= ops::broadcast(T(from[s])), v, x); break;
+            case score_op::causal:
+              x = xsimd::select(col < ops::broadcast(T(keep_from[s])) || col >= ops::broadcast(T(keep_to[s])), v, x);
+              break;
             case score_op::mask: {
               alignas(64) T m[W];
               for (std::size_t l = 0; l < W; ++l) m[l] = masked(s, j + l) ? T(1) : T(0);
@@ -296,6 +385,7 @@ struct attention_kernel {
             }
           }
         }
+        if (bias_at == a.n_stages) x = x + ops::loadu(bias + j);
         x = xsimd::select(col >= vn, vninf, x);
         ops::storeu(row + j, x);
         vm = xsimd::max(vm, x);
@@ -306,14 +396,16 @@ struct attention_kernel {
       for (std::size_t j = 0; j < n; ++j) {
         T x = row[j];
         for (std::size_t s = 0; s < a.n_stages; ++s) {
+          if (s == bias_at) x = x + bias[j];
           const T v = a.stages[s].value;
           switch (a.stages[s].op) {
             case score_op::multiply: x = x * v; break;
             case score_op::divide: x = x / v; break;
-            case score_op::causal: x = j >= from[s] ? v : x; break;
+            case score_op::causal: x = j < keep_from[s] || j >= keep_to[s] ? v : x; break;
             case score_op::mask: x = masked(s, j) ? v : x; break;
           }
         }
+        if (bias_at == a.n_stages) x = x + bias[j];
         row[j] = x;
         mx = std::max(mx, x);
       }
@@ -335,26 +427,28 @@ struct attention_kernel {
     return alpha;
   }
 
-  /// The term keys [key_end, nk) add to every row of a query tile whose
-  /// causal mask gives them weight 0 (the tiles skipped): sum_j 0 * V[j, c],
-  /// into z[c]. It is 0 unless V holds NaN or ±inf there, and then NaN, as
+  /// The term the keys outside [lo, hi) add to every row of a query tile
+  /// whose causal or window stages give them weight 0 (the tiles skipped):
+  /// sum_j 0 * V[j, c], into z[c]. It is 0 unless V holds NaN or ±inf there, and then NaN, as
   /// the unfused contraction (and PyTorch's `P @ V`) computes it; reading V
   /// once costs far less than the skipped tiles' Q·Kᵀ and P·V. Returns
   /// whether any z[c] is not 0.
-  bool skipped_keys_term(buffers& buf, std::size_t bi, std::size_t key_end) const {
+  bool skipped_keys_term(buffers& buf, std::size_t bi, key_range kept) const {
     const T* vb = a.v + a.batch_offset(a.v_batch, bi);
     std::fill(buf.z, buf.z + a.dv, T(0));
     bool any = false;
-    for (std::size_t j = key_end; j < a.nk; ++j) {
-      const T* row = vb + static_cast<std::ptrdiff_t>(j) * a.v_row;
-      for (std::size_t c = 0; c < a.dv; ++c) {
-        const T x = row[static_cast<std::ptrdiff_t>(c) * a.v_col];
-        if (!std::isfinite(x)) {
-          buf.z[c] = std::numeric_limits<T>::quiet_NaN();  // 0 * x
-          any = true;
-        }
+    auto scan = [&](std::size_t from, std::size_t to) {
+      for (std::size_t j = from; j < to; ++j) {
+        const T* row = vb + static_cast<std::ptrdiff_t>(j) * a.v_row;
+        for (std::size_t c = 0; c < a.dv; ++c)
+          if (!std::isfinite(row[static_cast<std::ptrdiff_t>(c) * a.v_col])) {
+            buf.z[c] = std::numeric_limits<T>::quiet_NaN();  // 0 * x
+            any = true;
+          }
       }
-    }
+    };
+    scan(0, kept.lo);
+    scan(kept.hi, a.nk);
     return any;
   }
 
@@ -362,7 +456,9 @@ struct attention_kernel {
   void run_tile(buffers& buf, std::size_t bi, std::size_t i0, std::size_t rows) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
-    const std::size_t key_end = skip_causal ? std::min(a.nk, i0 + rows) : a.nk;
+    key_range kept = kept_keys(a, vanish, i0, i0 + rows - 1);
+    kept.lo = kept.lo / NR * NR;  // key tiles start on a packed panel
+    const std::size_t key_end = kept.hi;
     pack_kv(buf, bi, key_end);
     const T* qb = a.q + a.batch_offset(a.q_batch, bi);
     const bool q_rows = a.q_col == 1;  // Q read in place, else packed
@@ -372,7 +468,7 @@ struct attention_kernel {
     std::fill(buf.m, buf.m + rows, -std::numeric_limits<T>::infinity());
     std::fill(buf.l, buf.l + rows, T(0));
 
-    for (std::size_t j0 = 0; j0 < key_end; j0 += BC) {
+    for (std::size_t j0 = kept.lo; j0 < key_end; j0 += BC) {
       const std::size_t n = std::min(BC, key_end - j0);
       const std::size_t n_vec = round_up(n, W);  // <= BC: NR is a multiple of W
       // S = Q Kᵀ for the tile, the columns [0, n_vec) (a last panel of one
@@ -392,9 +488,9 @@ struct attention_kernel {
       // scalar tails.
       for (std::size_t r = 0; r < rows; ++r) {
         T* row = buf.s + r * BC;
-        const T mx = prepare_row(row, bi, i0 + r, j0, n, n_vec);
+        const T mx = prepare_row(row, buf.bias, bi, i0 + r, j0, n, n_vec);
         const T alpha = online_row(row, n_vec, mx, buf.m[r], buf.l[r]);
-        if (j0 > 0 && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
+        if (j0 > kept.lo && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
       }
       // O += P V for the tile, P read from the score rows in place.
       for (std::size_t cp = 0; cp < dv_pad; cp += NR)
@@ -404,9 +500,14 @@ struct attention_kernel {
                            buf.vp + ((cp / NR) * a.nk + j0) * NR, t);
         }
     }
-    if (key_end < a.nk && skipped_keys_term(buf, bi, key_end))
+    if ((kept.lo > 0 || key_end < a.nk) && skipped_keys_term(buf, bi, kept))
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t c = 0; c < a.dv; ++c) buf.o[r * dv_pad + c] += buf.z[c];
+    if (a.lse)
+      for (std::size_t r = 0; r < rows; ++r) {
+        const T m = buf.m[r];
+        a.lse[bi * a.nq + i0 + r] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(buf.l[r]);
+      }
     T* ob = a.out + a.batch_offset(a.out_batch, bi);
     for (std::size_t r = 0; r < rows; ++r) {
       T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;
@@ -420,10 +521,66 @@ struct attention_kernel {
     }
   }
 
+  /// Query row i of batch index bi alone, without packing (the few-rows
+  /// path of incremental decoding: one or a few new queries against a key
+  /// cache, where packing K and V would cost as much as the product):
+  /// scores by dot products over d, the same stages and online softmax as
+  /// the tiles, then O += p_j V[j] row by row.
+  void run_row(buffers& buf, std::size_t bi, std::size_t i) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
+    const key_range kept = kept_keys(a, vanish, i, i);
+    const T* qr = a.q + a.batch_offset(a.q_batch, bi) + static_cast<std::ptrdiff_t>(i) * a.q_row;
+    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
+    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    const bool unit = a.q_col == 1 && a.k_col == 1 && a.v_col == 1;
+    T* o = buf.o;
+    std::fill(o, o + dv_pad, T(0));
+    T m = -std::numeric_limits<T>::infinity(), l = T(0);
+    for (std::size_t j0 = kept.lo; j0 < kept.hi; j0 += BC) {
+      const std::size_t n = std::min(BC, kept.hi - j0), n_vec = round_up(n, W);
+      T* row = buf.s;
+      for (std::size_t x = 0; x < n; ++x) {
+        const T* kr = kb + static_cast<std::ptrdiff_t>(j0 + x) * a.k_row;
+        T dot = T(0);
+        std::size_t d = 0;
+        if constexpr (W > 1) {
+          if (unit) {
+            auto acc = ops::zero();
+            for (; d + W <= a.dk; d += W) acc = ops::fma(ops::loadu(qr + d), ops::loadu(kr + d), acc);
+            dot = xsimd::hadd(acc);
+          }
+        }
+        for (; d < a.dk; ++d)
+          dot += qr[static_cast<std::ptrdiff_t>(d) * a.q_col] * kr[static_cast<std::ptrdiff_t>(d) * a.k_col];
+        row[x] = dot;
+      }
+      const T mx = prepare_row(row, buf.bias, bi, i, j0, n, n_vec);
+      const T alpha = online_row(row, n_vec, mx, m, l);
+      if (j0 > kept.lo && alpha != T(1)) scale_row<T, Arch>(o, dv_pad, alpha);
+      for (std::size_t x = 0; x < n; ++x) {
+        const T p = row[x];
+        const T* vr = vb + static_cast<std::ptrdiff_t>(j0 + x) * a.v_row;
+        std::size_t c = 0;
+        if constexpr (W > 1) {
+          if (unit)
+            for (; c + W <= a.dv; c += W) ops::storeu(o + c, ops::fma(ops::broadcast(p), ops::loadu(vr + c), ops::loadu(o + c)));
+        }
+        for (; c < a.dv; ++c) o[c] += p * vr[static_cast<std::ptrdiff_t>(c) * a.v_col];
+      }
+    }
+    if ((kept.lo > 0 || kept.hi < a.nk) && skipped_keys_term(buf, bi, kept))
+      for (std::size_t c = 0; c < a.dv; ++c) o[c] += buf.z[c];
+    if (a.lse) a.lse[bi * a.nq + i] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(l);
+    T* dst = a.out + a.batch_offset(a.out_batch, bi) + static_cast<std::ptrdiff_t>(i) * a.out_row;
+    for (std::size_t c = 0; c < a.dv; ++c) dst[static_cast<std::ptrdiff_t>(c) * a.out_col] = o[c] / l;
+  }
+
   void run() const {
     const std::size_t nb = a.batch_size();
     if (nb == 0 || a.nq == 0 || a.dv == 0) return;
     if (a.nk == 0) {  // an empty sum: zeros, as the unfused contraction gives
+      if (a.lse) std::fill(a.lse, a.lse + nb * a.nq, -std::numeric_limits<T>::infinity());
       for (std::size_t bi = 0; bi < nb; ++bi) {
         T* ob = a.out + a.batch_offset(a.out_batch, bi);
         for (std::size_t i = 0; i < a.nq; ++i)
@@ -432,14 +589,19 @@ struct attention_kernel {
       }
       return;
     }
-    const std::size_t tiles = (a.nq + BR - 1) / BR;
+    // A few query rows (decoding) run row by row; more run in tiles.
+    const bool rows = a.nq <= few_rows;  // scratch_bytes and carve agree
+    const std::size_t tiles = rows ? a.nq : (a.nq + BR - 1) / BR;
     const auto items = static_cast<std::int64_t>(nb * tiles);
     const std::size_t bytes = scratch_bytes();
     // Later tiles see more keys under a causal mask: hand them out first.
     auto work = [&](buffers& buf, std::int64_t item) {
       const std::size_t bi = static_cast<std::size_t>(item) / tiles;
       const std::size_t t = tiles - 1 - static_cast<std::size_t>(item) % tiles;
-      run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
+      if (rows)
+        run_row(buf, bi, t);
+      else
+        run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
     };
 #ifdef _OPENMP
     std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));

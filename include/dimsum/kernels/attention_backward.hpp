@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -52,60 +53,44 @@ struct attention_grad_args {
 
 namespace detail {
 
+/// The scores f(Q Kᵀ) one key at a time, in plain loops: what
+/// `attention_row_stats` computes its statistic from (callers whose
+/// forward did not save it).
 template <class T>
-struct attention_backward_kernel {
-  static constexpr std::size_t BR = 32, BC = 64;
+struct attention_score_loops {
   const attention_args<T>& a;
   bool skip_causal;
 
-  explicit attention_backward_kernel(const attention_args<T>& args)
-      : a(args), skip_causal(causal_keys_vanish(args)) {}
+  explicit attention_score_loops(const attention_args<T>& args) : a(args), skip_causal(causal_keys_vanish(args)) {}
 
-  T q_at(std::size_t bi, std::size_t i, std::size_t d) const {
-    return a.q[a.batch_offset(a.q_batch, bi) + std::ptrdiff_t(i) * a.q_row + std::ptrdiff_t(d) * a.q_col];
-  }
-  T k_at(std::size_t bi, std::size_t j, std::size_t d) const {
-    return a.k[a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j) * a.k_row + std::ptrdiff_t(d) * a.k_col];
-  }
-  T v_at(std::size_t bi, std::size_t j, std::size_t c) const {
-    return a.v[a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col];
-  }
-  std::ptrdiff_t out_off(std::size_t bi, std::size_t i, std::size_t c) const {
-    return a.batch_offset(a.out_batch, bi) + std::ptrdiff_t(i) * a.out_row + std::ptrdiff_t(c) * a.out_col;
-  }
-
-  /// The score after the stages, f(raw), and its derivative g = df/draw
-  /// (0 where a mask replaced it).
-  void score(T raw, std::size_t bi, std::size_t i, std::size_t j, T& x, T& g) const {
-    x = raw;
-    g = T(1);
+  /// The score after the stages, f(raw), at (bi, i, j).
+  T score(T raw, std::size_t bi, std::size_t i, std::size_t j) const {
+    T x = raw;
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
       switch (st.op) {
-        case score_op::multiply: x *= st.value; g *= st.value; break;
-        case score_op::divide: x /= st.value; g /= st.value; break;
+        case score_op::multiply: x *= st.value; break;
+        case score_op::divide: x /= st.value; break;
         case score_op::causal:
-          if (j > i) { x = st.value; g = T(0); }
+          if (j > i) x = st.value;
           break;
         case score_op::mask:
           if (st.mask[a.batch_offset(st.mask_batch, bi) + std::ptrdiff_t(i) * st.mask_row +
-                      std::ptrdiff_t(j) * st.mask_col]) {
+                      std::ptrdiff_t(j) * st.mask_col])
             x = st.value;
-            g = T(0);
-          }
           break;
       }
     }
+    return x;
   }
 
   T raw_score(std::size_t bi, std::size_t i, std::size_t j) const {
+    const T* qb = a.q + a.batch_offset(a.q_batch, bi) + std::ptrdiff_t(i) * a.q_row;
+    const T* kb = a.k + a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j) * a.k_row;
     T s = T(0);
-    for (std::size_t d = 0; d < a.dk; ++d) s += q_at(bi, i, d) * k_at(bi, j, d);
+    for (std::size_t d = 0; d < a.dk; ++d) s += qb[std::ptrdiff_t(d) * a.q_col] * kb[std::ptrdiff_t(d) * a.k_col];
     return s;
   }
-
-  /// Keys a query row reaches: past the causal boundary they vanish.
-  std::size_t key_end(std::size_t i_last) const { return skip_causal ? std::min(a.nk, i_last + 1) : a.nk; }
 
   void row_stats(T* lse) const {
     constexpr T ninf = -std::numeric_limits<T>::infinity();
@@ -113,9 +98,8 @@ struct attention_backward_kernel {
     for (std::size_t bi = 0; bi < nb; ++bi)
       for (std::size_t i = 0; i < a.nq; ++i) {
         T m = ninf, l = T(0);  // online: running maximum and sum
-        for (std::size_t j = 0, e = key_end(i); j < e; ++j) {
-          T x, g;
-          score(raw_score(bi, i, j), bi, i, j, x, g);
+        for (std::size_t j = 0, e = skip_causal ? std::min(a.nk, i + 1) : a.nk; j < e; ++j) {
+          const T x = score(raw_score(bi, i, j), bi, i, j);
           if (x > m) {
             l = (m == ninf ? T(0) : l * std::exp(m - x)) + T(1);
             m = x;
@@ -127,6 +111,286 @@ struct attention_backward_kernel {
         }
         lse[bi * a.nq + i] = m == ninf ? ninf : (m != m ? m : m + std::log(l));
       }
+  }
+};
+
+/// The FlashAttention-2 backward on packed tiles (see the file comment).
+/// Per batch index, keys outer and queries inner: for key tile j and query
+/// tile i, five products on the GEMM micro-kernel, S = Q Kᵀ and dP = dO Vᵀ
+/// (BR x BC), dVᵀ += dOᵀ P and dKᵀ += Qᵀ dS (d x BC, kept for the whole key
+/// tile) and dQ += dS K (BR x dk, kept for the whole batch index). P and dS
+/// are written row by row and copied into NR-key panels, so every product
+/// reads its operands as the micro-kernel wants them with no transposes:
+/// K and V are packed once per batch index as NR-key panels (kp, vp), K
+/// also as NR-column panels (kc), Q and dO transposed (qt, dot).
+template <class T, class Arch>
+struct attention_backward_kernel {
+  using blk = default_blocking<T, Arch>;
+  using kernel = micro_kernel<T, Arch, blk::mr, blk::nr>;
+  using forward = attention_kernel<T, Arch>;
+  static constexpr std::size_t MR = blk::mr, NR = blk::nr;
+  static constexpr std::size_t BR = round_up(64, MR);  // query rows per tile
+  // keys per tile: a whole number of NR panels and of MR rows (the dVᵀ and
+  // dKᵀ products' columns and the dQ product's rows)
+  static constexpr std::size_t BC = round_up(64, std::lcm(MR, NR));
+
+  const attention_args<T>& a;
+  forward fwd;  // the score stages, row by row (`prepare_row`)
+  std::size_t dk_pad, dv_pad, nk_pad, d_rows;
+  // Row stride of the packed Qᵀ and dOᵀ: nq rounded up to a cache line
+  // plus one line, so that their rows do not all map to one cache set
+  // when nq * sizeof(T) is a multiple of 4 KiB (p = 1024 in float).
+  std::size_t t_ld;
+  // Whether two batch indices share a gradient element (a broadcast batch
+  // dim): then gradients are zeroed first and added to, else written.
+  bool accumulate;
+  T scale = T(1);  // df/ds where no mask replaced the score
+  bool has_mask = false;
+  std::vector<std::ptrdiff_t> off_bc, off_dq, unit;
+
+  explicit attention_backward_kernel(const attention_args<T>& args)
+      : a(args),
+        fwd(args),
+        dk_pad(round_up(args.dk, NR)),
+        nk_pad(round_up(args.nk, NR)),
+        d_rows(round_up(std::max({args.dk, args.dv, BR}), MR)),
+        t_ld(round_up(args.nq, 64 / sizeof(T)) + 64 / sizeof(T)),
+        accumulate(shares_operands()) {
+    dv_pad = round_up(args.dv, NR);
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      const score_stage<T>& st = a.stages[s];
+      if (st.op == score_op::multiply) scale *= st.value;
+      if (st.op == score_op::divide) scale /= st.value;
+      if (st.op == score_op::mask) has_mask = true;
+    }
+    off_bc.resize(d_rows);
+    for (std::size_t i = 0; i < d_rows; ++i) off_bc[i] = static_cast<std::ptrdiff_t>(i * BC);
+    off_dq.resize(BR);
+    for (std::size_t i = 0; i < BR; ++i) off_dq[i] = static_cast<std::ptrdiff_t>(i * dk_pad);
+    unit.resize(std::max(BC, dk_pad));
+    for (std::size_t j = 0; j < unit.size(); ++j) unit[j] = static_cast<std::ptrdiff_t>(j);
+  }
+
+  bool q_in_place() const { return a.q_col == 1; }
+  bool dout_in_place() const { return a.out_col == 1; }
+
+  /// The per-thread buffers, carved from one scratch block.
+  struct buffers {
+    T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt;
+  };
+  std::array<std::size_t, 16> sizes() const {
+    const std::size_t tile = BR * BC;
+    return {nk_pad * a.dk, nk_pad * a.dv, dk_pad * a.nk, a.dk * t_ld, a.dv * t_ld,
+            q_in_place() ? 0 : a.nq * a.dk, dout_in_place() ? 0 : a.nq * a.dv, a.nq * dk_pad, a.nq,
+            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC};
+  }
+  std::size_t scratch_bytes() const {
+    std::size_t total = 0;
+    for (std::size_t n : sizes()) total += round_up(n * sizeof(T), scratch_alignment);
+    return total;
+  }
+  buffers carve(void* base) const {
+    auto* p = static_cast<unsigned char*>(base);
+    T* ptr[16];
+    const auto n = sizes();
+    for (std::size_t x = 0; x < 16; ++x) {
+      ptr[x] = reinterpret_cast<T*>(p);
+      p += round_up(n[x] * sizeof(T), scratch_alignment);
+    }
+    return {ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], ptr[5], ptr[6], ptr[7],
+            ptr[8], ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15]};
+  }
+
+  /// src[r, c] (strides rs, cs; rows x cols) into NR-row panels,
+  /// dst[panel][c][NR], zero-padded to whole panels.
+  static void pack_row_panels(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
+                              std::size_t cols, T* dst) {
+    for (std::size_t p = 0; p * NR < rows; ++p) {
+      T* out = dst + p * NR * cols;
+      const std::size_t n = std::min(NR, rows - p * NR);
+      if (n < NR) std::fill(out, out + NR * cols, T(0));
+      // c outer: each c writes NR consecutive values from NR read streams
+      const T* row[NR];
+      for (std::size_t x = 0; x < n; ++x) row[x] = src + static_cast<std::ptrdiff_t>(p * NR + x) * rs;
+      for (std::size_t c = 0; c < cols; ++c) {
+        const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(c) * cs;
+        for (std::size_t x = 0; x < n; ++x) out[c * NR + x] = row[x][off];
+      }
+    }
+  }
+  /// src[r, c] into NR-column panels, dst[panel][r][NR], zero-padded.
+  static void pack_col_panels(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
+                              std::size_t cols, T* dst) {
+    for (std::size_t p = 0; p * NR < cols; ++p) {
+      const std::size_t n = std::min(NR, cols - p * NR);
+      for (std::size_t r = 0; r < rows; ++r) {
+        T* out = dst + (p * rows + r) * NR;
+        const T* row = src + static_cast<std::ptrdiff_t>(r) * rs + static_cast<std::ptrdiff_t>(p * NR) * cs;
+        for (std::size_t x = 0; x < n; ++x) out[x] = row[static_cast<std::ptrdiff_t>(x) * cs];
+        for (std::size_t x = n; x < NR; ++x) out[x] = T(0);
+      }
+    }
+  }
+  /// dst[r, c] = src[r, c] (Add: +=) for rows x cols elements, any
+  /// strides, in 16 x 16 blocks: when one side walks a column, a block
+  /// keeps its cache lines (and, with a large stride, its cache sets) from
+  /// being evicted before their other elements are used.
+  template <bool Add = false>
+  static void copy_2d(const T* src, std::ptrdiff_t src_rs, std::ptrdiff_t src_cs, std::size_t rows,
+                      std::size_t cols, T* dst, std::ptrdiff_t dst_rs, std::ptrdiff_t dst_cs) {
+    constexpr std::size_t B = 16;
+    for (std::size_t r0 = 0; r0 < rows; r0 += B)
+      for (std::size_t c0 = 0; c0 < cols; c0 += B) {
+        const std::size_t r1 = std::min(rows, r0 + B), c1 = std::min(cols, c0 + B);
+        for (std::size_t r = r0; r < r1; ++r) {
+          const T* in = src + static_cast<std::ptrdiff_t>(r) * src_rs;
+          T* out = dst + static_cast<std::ptrdiff_t>(r) * dst_rs;
+          for (std::size_t c = c0; c < c1; ++c) {
+            const T x = in[static_cast<std::ptrdiff_t>(c) * src_cs];
+            T& y = out[static_cast<std::ptrdiff_t>(c) * dst_cs];
+            y = Add ? y + x : x;
+          }
+        }
+      }
+  }
+
+  /// A gradient block into its strided place: written, or added when batch
+  /// indices share it.
+  void store(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows, std::size_t cols, T* dst,
+             std::ptrdiff_t drs, std::ptrdiff_t dcs) const {
+    if (accumulate)
+      copy_2d<true>(src, rs, cs, rows, cols, dst, drs, dcs);
+    else
+      copy_2d(src, rs, cs, rows, cols, dst, drs, dcs);
+  }
+
+  /// Row r (query i) of the tile, keys [j0, j0 + n): s holds the raw
+  /// scores and becomes P = exp(f(s) - lse), dp holds dO Vᵀ and ds becomes
+  /// dS = df/ds * P * (dP - D), exactly 0 where a mask replaced the score;
+  /// both are zero on [n, round_up(n, NR)) and copied into the NR-key
+  /// panels pp and dsp (row r of each panel).
+  void row_grad(buffers& buf, std::size_t bi, std::size_t r, std::size_t i, std::size_t j0, std::size_t n,
+                T lse) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
+    const std::size_t n_vec = round_up(n, W), n_nr = round_up(n, NR);
+    T* s = buf.s + r * BC;
+    T* dp = buf.dp + r * BC;
+    T* ds = buf.ds + r * BC;
+    fwd.prepare_row(s, bi, i, j0, n, n_vec);  // f(s); -inf on [n, n_vec)
+    if (std::isfinite(lse)) {
+      exp_shifted_sum<T, Arch>(s, n_vec, lse);
+    } else {  // a row of only -inf scores: NaN, as exp(-inf - -inf)
+      for (std::size_t j = 0; j < n_vec; ++j) s[j] = std::exp(s[j] - lse);
+    }
+    for (std::size_t j = n; j < n_nr; ++j) s[j] = T(0);
+    const auto vd = ops::broadcast(buf.dsum[i]), vg = ops::broadcast(scale);
+    for (std::size_t j = 0; j < n_vec; j += W)
+      ops::storeu(ds + j, vg * (ops::loadu(s + j) * (ops::loadu(dp + j) - vd)));
+    // masked_fill's backward: exactly 0 where a mask replaced the score
+    std::size_t live = n;
+    for (std::size_t st = 0; st < a.n_stages; ++st)
+      if (a.stages[st].op == score_op::causal) live = std::min(live, i + 1 > j0 ? i + 1 - j0 : std::size_t(0));
+    if (scale == T(0)) live = 0;
+    for (std::size_t j = live; j < n_nr; ++j) ds[j] = T(0);
+    if (has_mask)
+      for (std::size_t st = 0; st < a.n_stages; ++st) {
+        const score_stage<T>& m = a.stages[st];
+        if (m.op != score_op::mask) continue;
+        const bool* row = m.mask + a.batch_offset(m.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * m.mask_row +
+                          static_cast<std::ptrdiff_t>(j0) * m.mask_col;
+        for (std::size_t j = 0; j < live; ++j)
+          if (row[static_cast<std::ptrdiff_t>(j) * m.mask_col]) ds[j] = T(0);
+      }
+    for (std::size_t jp = 0; jp < n_nr; jp += NR) {
+      std::copy_n(s + jp, NR, buf.pp + (jp / NR) * BR * NR + r * NR);
+      std::copy_n(ds + jp, NR, buf.dsp + (jp / NR) * BR * NR + r * NR);
+    }
+  }
+
+  /// The gradients' contributions of batch index bi (added to dQ, dK, dV).
+  void run_batch(buffers& buf, const attention_grad_args<T>& g, std::size_t bi) const {
+    const T* qb = a.q + a.batch_offset(a.q_batch, bi);
+    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
+    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    const std::ptrdiff_t ob = a.batch_offset(a.out_batch, bi);
+    const T* dob = g.dout + ob;
+    const T* lse = g.lse + bi * a.nq;
+    // Operands packed once per batch index.
+    pack_row_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kp);
+    pack_row_panels(vb, a.v_row, a.v_col, a.nk, a.dv, buf.vp);
+    pack_col_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kc);
+    const auto tld = static_cast<std::ptrdiff_t>(t_ld);
+    copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qt, 1, tld);  // Qᵀ
+    copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dot, 1, tld);  // dOᵀ
+    if (!q_in_place()) copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qrow, std::ptrdiff_t(a.dk), 1);
+    if (!dout_in_place()) copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dorow, std::ptrdiff_t(a.dv), 1);
+    const T* qrows = q_in_place() ? qb : buf.qrow;
+    const std::ptrdiff_t q_ld = q_in_place() ? a.q_row : static_cast<std::ptrdiff_t>(a.dk);
+    const T* drows = dout_in_place() ? dob : buf.dorow;
+    const std::ptrdiff_t d_ld = dout_in_place() ? a.out_row : static_cast<std::ptrdiff_t>(a.dv);
+    // D = rowsum(dO * O): dOᵀ is packed, so O's columns are walked once
+    // each and the rows' sums advance together (contiguous in dsum)
+    std::fill(buf.dsum, buf.dsum + a.nq, T(0));
+    for (std::size_t c = 0; c < a.dv; ++c) {
+      const T* o = a.out + ob + static_cast<std::ptrdiff_t>(c) * a.out_col;
+      const T* d = buf.dot + c * t_ld;
+      for (std::size_t i = 0; i < a.nq; ++i) buf.dsum[i] += d[i] * o[static_cast<std::ptrdiff_t>(i) * a.out_row];
+    }
+    std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
+    const bool causal = fwd.skip_causal;
+    for (std::size_t j0 = 0; j0 < a.nk; j0 += BC) {
+      const std::size_t n = std::min(BC, a.nk - j0), n_nr = round_up(n, NR);
+      // queries whose keys all lie before j0 under the causal mask see none of this tile
+      const std::size_t first = causal ? j0 / BR * BR : 0;
+      bool started = false;
+      for (std::size_t i0 = first; i0 < a.nq; i0 += BR) {
+        const std::size_t rows = std::min(BR, a.nq - i0), panels = (rows + MR - 1) / MR;
+        for (std::size_t jp = 0; jp < n; jp += NR)
+          for (std::size_t p = 0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
+            const std::size_t cols = std::min(NR, round_up(n - jp, simd_ops<T, Arch>::width));
+            kernel::run_with(a.dk, forward::rows_of(qrows + static_cast<std::ptrdiff_t>(i0) * q_ld, q_ld, p, rows),
+                             buf.kp + (j0 + jp) * a.dk,
+                             tile_target<T>{buf.s, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
+            kernel::run_with(a.dv, forward::rows_of(drows + static_cast<std::ptrdiff_t>(i0) * d_ld, d_ld, p, rows),
+                             buf.vp + (j0 + jp) * a.dv,
+                             tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
+          }
+        for (std::size_t r = 0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, n, lse[i0 + r]);
+        const T beta = started ? T(1) : T(0);
+        started = true;
+        for (std::size_t jp = 0; jp < n_nr; jp += NR) {
+          const std::size_t cols = std::min(NR, n - jp);
+          const T* pp = buf.pp + (jp / NR) * BR * NR;
+          const T* dsp = buf.dsp + (jp / NR) * BR * NR;
+          for (std::size_t p = 0; p * MR < a.dv; ++p)  // dVᵀ += dOᵀ P
+            kernel::run_with(rows, forward::rows_of(buf.dot + i0, tld, p, a.dv), pp,
+                             tile_target<T>{buf.dvt, off_bc.data() + p * MR, unit.data() + jp,
+                                            std::min(MR, a.dv - p * MR), cols, true, T(1), beta});
+          for (std::size_t p = 0; p * MR < a.dk; ++p)  // dKᵀ += Qᵀ dS
+            kernel::run_with(rows, forward::rows_of(buf.qt + i0, tld, p, a.dk), dsp,
+                             tile_target<T>{buf.dkt, off_bc.data() + p * MR, unit.data() + jp,
+                                            std::min(MR, a.dk - p * MR), cols, true, T(1), beta});
+        }
+        for (std::size_t p = 0; p < panels; ++p)  // dQ += dS K
+          for (std::size_t dp = 0; dp < dk_pad; dp += NR)
+            kernel::run_with(n, forward::rows_of(buf.ds, static_cast<std::ptrdiff_t>(BC), p, rows),
+                             buf.kc + (dp / NR * a.nk + j0) * NR,
+                             tile_target<T>{buf.dq + i0 * dk_pad, off_dq.data() + p * MR, unit.data() + dp,
+                                            std::min(MR, rows - p * MR), NR, true, T(1), T(1)});
+      }
+      if (!started) {  // no query reaches these keys
+        if (accumulate) continue;
+        std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));
+        std::fill(buf.dvt, buf.dvt + a.dv * BC, T(0));
+      }
+      const auto bc = static_cast<std::ptrdiff_t>(BC);
+      store(buf.dkt, 1, bc, n, a.dk, g.dk + a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j0) * a.k_row, a.k_row,
+            a.k_col);  // dK = (dKᵀ)ᵀ
+      store(buf.dvt, 1, bc, n, a.dv, g.dv + a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j0) * a.v_row, a.v_row,
+            a.v_col);
+    }
+    store(buf.dq, std::ptrdiff_t(dk_pad), 1, a.nq, a.dk, g.dq + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col);
   }
 
   /// Whether two batch indices share an element of q, k or v (a broadcast
@@ -140,93 +404,41 @@ struct attention_backward_kernel {
 
   void run(const attention_grad_args<T>& g) const {
     const std::size_t nb = a.batch_size();
-    // Zero dQ, dK and dV (a broadcast batch dim zeroes the same place again).
-    for (std::size_t bi = 0; bi < nb; ++bi) {
+    // Zero dQ, dK and dV when batch indices add into them or nothing is
+    // computed (a broadcast batch dim zeroes the same place again).
+    const bool empty = nb == 0 || a.nq == 0 || a.nk == 0;
+    for (std::size_t bi = 0; bi < nb && (accumulate || empty); ++bi) {
+      T* dqb = g.dq + a.batch_offset(a.q_batch, bi);
+      T* dkb = g.dk + a.batch_offset(a.k_batch, bi);
+      T* dvb = g.dv + a.batch_offset(a.v_batch, bi);
       for (std::size_t i = 0; i < a.nq; ++i)
-        for (std::size_t d = 0; d < a.dk; ++d)
-          g.dq[a.batch_offset(a.q_batch, bi) + std::ptrdiff_t(i) * a.q_row + std::ptrdiff_t(d) * a.q_col] = T(0);
+        for (std::size_t d = 0; d < a.dk; ++d) dqb[std::ptrdiff_t(i) * a.q_row + std::ptrdiff_t(d) * a.q_col] = T(0);
       for (std::size_t j = 0; j < a.nk; ++j) {
-        for (std::size_t d = 0; d < a.dk; ++d)
-          g.dk[a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j) * a.k_row + std::ptrdiff_t(d) * a.k_col] = T(0);
-        for (std::size_t c = 0; c < a.dv; ++c)
-          g.dv[a.batch_offset(a.v_batch, bi) + std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col] = T(0);
+        for (std::size_t d = 0; d < a.dk; ++d) dkb[std::ptrdiff_t(j) * a.k_row + std::ptrdiff_t(d) * a.k_col] = T(0);
+        for (std::size_t c = 0; c < a.dv; ++c) dvb[std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col] = T(0);
       }
     }
+    if (empty) return;
+    const std::size_t bytes = scratch_bytes();
 #ifdef _OPENMP
-    const int team = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(1, num_threads())), nb));
-    if (team > 1 && !shares_operands()) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-      for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(nb); ++bi) run_batch(g, static_cast<std::size_t>(bi));
+    std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
+    // five products of the forward's two sizes: serial below the threshold
+    const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(3 * a.dk + 2 * a.dv);
+    if (flops < parallel_min_flops * 8 || accumulate) threads = 1;
+    const int team = static_cast<int>(std::min(threads, nb));
+    if (team > 1) {
+#pragma omp parallel num_threads(team)
+      {
+        buffers buf = carve(thread_scratch().reserve(bytes));
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(nb); ++bi)
+          run_batch(buf, g, static_cast<std::size_t>(bi));
+      }
       return;
     }
 #endif
-    for (std::size_t bi = 0; bi < nb; ++bi) run_batch(g, bi);
-  }
-
-  /// The gradients' contributions of batch index bi (added to dQ, dK, dV).
-  void run_batch(const attention_grad_args<T>& g, std::size_t bi) const {
-    const T* qb = a.q + a.batch_offset(a.q_batch, bi);
-    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
-    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
-    const std::ptrdiff_t ob = a.batch_offset(a.out_batch, bi);
-    T* dqb = g.dq + a.batch_offset(a.q_batch, bi);
-    T* dkb = g.dk + a.batch_offset(a.k_batch, bi);
-    T* dvb = g.dv + a.batch_offset(a.v_batch, bi);
-    auto q_el = [&](std::size_t i, std::size_t d) { return std::ptrdiff_t(i) * a.q_row + std::ptrdiff_t(d) * a.q_col; };
-    auto k_el = [&](std::size_t j, std::size_t d) { return std::ptrdiff_t(j) * a.k_row + std::ptrdiff_t(d) * a.k_col; };
-    auto v_el = [&](std::size_t j, std::size_t c) { return std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col; };
-    auto o_el = [&](std::size_t i, std::size_t c) { return ob + std::ptrdiff_t(i) * a.out_row + std::ptrdiff_t(c) * a.out_col; };
-    std::vector<T> dsum(BR), p(BR * BC), ds(BR * BC), dqt(BR * a.dk);
-    for (std::size_t i0 = 0; i0 < a.nq; i0 += BR) {
-      const std::size_t rows = std::min(BR, a.nq - i0);
-      for (std::size_t r = 0; r < rows; ++r) {  // D = rowsum(dO * O)
-        T s = T(0);
-        for (std::size_t c = 0; c < a.dv; ++c) s += g.dout[o_el(i0 + r, c)] * a.out[o_el(i0 + r, c)];
-        dsum[r] = s;
-      }
-      std::fill(dqt.begin(), dqt.end(), T(0));
-      const std::size_t end = key_end(i0 + rows - 1);
-      for (std::size_t j0 = 0; j0 < end; j0 += BC) {
-        const std::size_t n = std::min(BC, end - j0);
-        for (std::size_t r = 0; r < rows; ++r) {
-          const std::size_t i = i0 + r;
-          const T lse = g.lse[bi * a.nq + i];
-          for (std::size_t jj = 0; jj < n; ++jj) {
-            const std::size_t j = j0 + jj;
-            T raw = T(0);
-            for (std::size_t d = 0; d < a.dk; ++d) raw += qb[q_el(i, d)] * kb[k_el(j, d)];
-            T x, gd;
-            score(raw, bi, i, j, x, gd);
-            const T pr = std::exp(x - lse);  // all -inf row: NaN
-            T dp = T(0);  // dP = dO Vᵀ
-            for (std::size_t c = 0; c < a.dv; ++c) dp += g.dout[o_el(i, c)] * vb[v_el(j, c)];
-            p[r * BC + jj] = pr;
-            // masked_fill's backward: exactly 0 where the mask replaced the score
-            ds[r * BC + jj] = gd == T(0) ? T(0) : gd * (pr * (dp - dsum[r]));
-          }
-        }
-        for (std::size_t jj = 0; jj < n; ++jj) {
-          const std::size_t j = j0 + jj;
-          for (std::size_t c = 0; c < a.dv; ++c) {  // dV += Pᵀ dO
-            T s = T(0);
-            for (std::size_t r = 0; r < rows; ++r) s += p[r * BC + jj] * g.dout[o_el(i0 + r, c)];
-            dvb[v_el(j, c)] += s;
-          }
-          for (std::size_t d = 0; d < a.dk; ++d) {  // dK += dSᵀ Q
-            T s = T(0);
-            for (std::size_t r = 0; r < rows; ++r) s += ds[r * BC + jj] * qb[q_el(i0 + r, d)];
-            dkb[k_el(j, d)] += s;
-          }
-        }
-        for (std::size_t r = 0; r < rows; ++r)  // dQ += dS K
-          for (std::size_t jj = 0; jj < n; ++jj) {
-            const T d_s = ds[r * BC + jj];
-            for (std::size_t d = 0; d < a.dk; ++d) dqt[r * a.dk + d] += d_s * kb[k_el(j0 + jj, d)];
-          }
-      }
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t d = 0; d < a.dk; ++d) dqb[q_el(i0 + r, d)] += dqt[r * a.dk + d];
-    }
+    buffers buf = carve(thread_scratch().reserve(bytes));
+    for (std::size_t bi = 0; bi < nb; ++bi) run_batch(buf, g, bi);
   }
 };
 
@@ -238,7 +450,7 @@ struct attention_backward_kernel {
 /// Example: `std::vector<float> lse(args.batch_size() * args.nq); attention_row_stats(args, lse.data());`
 template <class T>
 void attention_row_stats(const attention_args<T>& args, T* lse) {
-  detail::attention_backward_kernel<T>(args).row_stats(lse);
+  detail::attention_score_loops<T>(args).row_stats(lse);
 }
 
 /// The backward of `attention(args)`: dQ, dK, dV from dO, the saved output
@@ -249,7 +461,7 @@ template <class T>
 void attention_backward(const attention_grad_args<T>& g) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "dimsum: fused attention supports float and double");
-  detail::attention_backward_kernel<T>(*g.fwd).run(g);
+  detail::attention_backward_kernel<T, best_gemm_arch>(*g.fwd).run(g);
 }
 
 }  // namespace dimsum::kernels

@@ -109,6 +109,10 @@ template <>
 inline constexpr plan::pointwise pointwise_v<ops::divides> = plan::pointwise::divide;
 template <>
 inline constexpr plan::pointwise pointwise_v<ops::masked_fill> = plan::pointwise::masked_fill;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::plus> = plan::pointwise::plus;
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::where> = plan::pointwise::where;
 
 template <class... Ls>
 struct union_all;

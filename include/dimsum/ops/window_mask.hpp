@@ -13,6 +13,7 @@
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/errors.hpp>
 #include <dimsum/ops/elementwise.hpp>
+#include <dimsum/plan/fusion_traits.hpp>
 
 namespace dimsum {
 
@@ -39,6 +40,7 @@ class window_mask_expr : public expression_tag {
   using query_dim = Q;
   using key_dim = K;
   static constexpr std::size_t rank = dims::size;
+  using fusion_traits = plan::window_mask_node<Q, K, E>;
 
   template <class X>
   window_mask_expr(X&& e, std::size_t window, value_type masked_value, std::size_t offset)

@@ -15,15 +15,27 @@
 ///
 /// where `chain` is any sequence (possibly empty) of
 ///   - a scale:  `x * s`, `s * x`, `x / s` with a scalar s;
-///   - `causal_mask<Qd, K>(x, value)`;
-///   - `masked_fill(x, mask, value)` with any boolean mask (broadcast by name).
-/// The score einsum must contract exactly one dim (d) and keep one query dim
-/// Qd and the key dim K besides its batch dims; the outer einsum must sum
-/// exactly K and keep every other dim of the pattern, and V must have K,
-/// some of the batch dims and exactly one value dim. The value type is float
-/// or double throughout, at most `kernels::max_score_stages` stages, at most
-/// `kernels::max_group_rank` batch dims. Anything else, or any part the
-/// user evaluated into a tensor, takes the unfused path (same results).
+///   - `causal_mask<Qd, K>(x, value)`, `window_mask<Qd, K>(x, w, value,
+///     offset)` (one kernel stage: a causal mask is the unbounded window);
+///   - `masked_fill(x, mask, value)`, `where(cond, x, value)`,
+///     `where(cond, value, x)` with any boolean mask or condition over some
+///     of the scores' dims (broadcast by name);
+///   - at most one bias, `x + b` or `b + x`, with b any expression over some
+///     of the scores' dims (ALiBi's slope times distance), evaluated row by
+///     row inside the kernel, never materialised.
+/// The score einsum must contract exactly one dim (d) and keep the key dim
+/// K. Its other dims are batch dims in any order (at most
+/// `kernels::max_group_rank`), read with stride 0 by an operand that lacks
+/// them: GQA's `group` in Q only shares K and V across the group, never
+/// copied. One query-side dim is the kernel's row dim: the one a mask
+/// names, else the last query-side dim of the scores. The outer einsum
+/// must sum exactly K and keep every other dim of the pattern, and V must
+/// have K, not the row dim, and exactly one dim of its own (the value
+/// dim). The value type is float or double throughout, at most
+/// `kernels::max_score_stages` stages. Masks whose masked value is -inf
+/// (after later scales) let the kernel skip the key tiles they hide.
+/// Anything else, or any part the user evaluated into a tensor, takes the
+/// unfused path (same results).
 /// `uses_fused_attention_v<E>` says which.
 
 #include <cstddef>
@@ -31,6 +43,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim_list.hpp>
 #include <dimsum/kernels/attention.hpp>
 #include <dimsum/kernels/contraction_args.hpp>
@@ -44,38 +57,87 @@ template <class X>
 using bare = std::remove_cvref_t<X>;
 
 /// What one link of the attention chain is.
-enum class kind { none, base, scale_right, scale_left, divide, masked_fill, causal };
+enum class kind {
+  none,
+  base,
+  scale_right,
+  scale_left,
+  divide,
+  masked_fill,
+  causal,
+  window,
+  where_kept_left,   // where(cond, chain, scalar): the scalar where cond is false
+  where_kept_right,  // where(cond, scalar, chain): the scalar where cond is true
+  bias_right,        // chain + bias
+  bias_left          // bias + chain
+};
 
 template <class X>
 inline constexpr bool is_scalar = std::is_same_v<fusion_traits_t<X>, scalar_node>;
 
+/// Whether the dims of X and Y are the same set (an element-wise node
+/// whose other operands add no dim to the chain's scores).
+template <class X, class Y>
+inline constexpr bool same_dims = dims_of_t<X>::size == dims_of_t<Y>::size && [] {
+  for (auto n : dims_of_t<X>::names)
+    if (dimsum::detail::find_name(dims_of_t<Y>::names, n) == dimsum::detail::npos) return false;
+  return true;
+}();
+
 /// What sits between the softmax and the score einsum: node E with traits Tr.
+/// `stages` counts the kernel's score stages, `biases` the additive terms
+/// (at most one fuses); `query` names the query dim a mask fixes (empty if
+/// none); `differentiable` says whether grad::fused_attention's backward
+/// (kernels/attention_backward.hpp) handles every link.
 template <class E, class Tr = fusion_traits_t<E>>
 struct chain {
   static constexpr kind k = kind::none;
   static constexpr bool ok = false;
-  static constexpr std::size_t stages = 0;
+  static constexpr std::size_t stages = 0, biases = 0;
+  static constexpr bool differentiable = false;
+  static constexpr kind not_differentiable = kind::none;  // a link the backward lacks
   using base = void;
-  static constexpr bool causal_ok(std::string_view, std::string_view) { return false; }
+  static constexpr std::string_view query{};
+  static constexpr bool masks_ok(std::string_view, std::string_view) { return false; }
 };
 
 template <class E, class Out, class A, class B>
 struct chain<E, contraction_node<Out, A, B>> {
   static constexpr kind k = kind::base;
   static constexpr bool ok = true;
-  static constexpr std::size_t stages = 0;
+  static constexpr std::size_t stages = 0, biases = 0;
+  static constexpr bool differentiable = true;
+  static constexpr kind not_differentiable = kind::none;
   using base = E;
-  static constexpr bool causal_ok(std::string_view, std::string_view) { return true; }
+  static constexpr std::string_view query{};
+  static constexpr bool masks_ok(std::string_view, std::string_view) { return true; }
 };
 
-template <kind K, class X>
+/// A link K around the chain X (its stages, plus one; or plus one bias).
+template <kind K, class X, bool Differentiable = true>
 struct wrap {
   using inner = chain<bare<X>>;
   static constexpr kind k = K;
+  static constexpr bool is_bias = K == kind::bias_left || K == kind::bias_right;
   static constexpr bool ok = inner::ok;
-  static constexpr std::size_t stages = inner::stages + 1;
+  static constexpr std::size_t stages = inner::stages + (is_bias ? 0 : 1), biases = inner::biases + (is_bias ? 1 : 0);
+  static constexpr bool differentiable = inner::differentiable && Differentiable;
+  static constexpr kind not_differentiable = Differentiable ? inner::not_differentiable : K;
   using base = typename inner::base;
-  static constexpr bool causal_ok(std::string_view q, std::string_view key) { return inner::causal_ok(q, key); }
+  static constexpr std::string_view query = inner::query;
+  static constexpr bool masks_ok(std::string_view q, std::string_view key) { return inner::masks_ok(q, key); }
+};
+
+/// A causal or window mask link over dims Q, K around the chain X: the
+/// pattern's query and key dims must be these.
+template <kind K, class Q, class KD, class X>
+struct mask_wrap : wrap<K, X, K == kind::causal> {
+  using base_wrap = wrap<K, X, K == kind::causal>;
+  static constexpr std::string_view query = Q::name.view();
+  static constexpr bool masks_ok(std::string_view q, std::string_view key) {
+    return Q::name.view() == q && KD::name.view() == key && base_wrap::masks_ok(q, key) &&
+           (base_wrap::inner::query.empty() || base_wrap::inner::query == q);
+  }
 };
 
 template <class E, class X, class S>
@@ -91,17 +153,44 @@ template <class E, class X, class M, class S>
   requires is_scalar<S>
 struct chain<E, elementwise_node<pointwise::masked_fill, X, M, S>> : wrap<kind::masked_fill, X> {};
 
+// where(cond, scores, value) keeps the scores where cond holds: a mask of
+// !cond; where(cond, value, scores) is a mask of cond. The condition's
+// dims must be among the scores' (broadcast by name).
+template <class E, class C, class X, class S>
+  requires(is_scalar<S> && !is_scalar<X> && same_dims<E, X>)
+struct chain<E, elementwise_node<pointwise::where, C, X, S>> : wrap<kind::where_kept_left, X> {};
+template <class E, class C, class S, class X>
+  requires(is_scalar<S> && !is_scalar<X> && same_dims<E, X>)
+struct chain<E, elementwise_node<pointwise::where, C, S, X>> : wrap<kind::where_kept_right, X> {};
+
+// scores + bias, bias + scores: the chain continues in the operand that
+// is attention scores and carries every dim; the other one is the bias,
+// any expression over some of those dims (ALiBi: slope times distance).
+// The kernel copies the bias's evaluator per row, so a bias that owns a
+// temporary (a contraction inside it) stays unfused.
+template <class B>
+inline constexpr bool cheap_bias =
+    !is_scalar<B> && std::is_trivially_copy_constructible_v<decltype(std::declval<const bare<B>&>().template evaluator<dims_of_t<B>>())>;
+template <class E, class X, class B>
+  requires(chain<bare<X>>::ok && same_dims<E, X> && cheap_bias<B>)
+struct chain<E, elementwise_node<pointwise::plus, X, B>> : wrap<kind::bias_right, X, false> {};
+template <class E, class B, class X>
+  requires(chain<bare<X>>::ok && same_dims<E, X> && cheap_bias<B> && !(chain<bare<B>>::ok && same_dims<E, B>))
+struct chain<E, elementwise_node<pointwise::plus, B, X>> : wrap<kind::bias_left, X, false> {};
+
 template <class E, class Q, class K, class X>
-struct chain<E, causal_mask_node<Q, K, X>> : wrap<kind::causal, X> {
-  static constexpr bool causal_ok(std::string_view q, std::string_view key) {
-    return Q::name.view() == q && K::name.view() == key && wrap<kind::causal, X>::causal_ok(q, key);
-  }
-};
+struct chain<E, causal_mask_node<Q, K, X>> : mask_wrap<kind::causal, Q, K, X> {};
+template <class E, class Q, class K, class X>
+struct chain<E, window_mask_node<Q, K, X>> : mask_wrap<kind::window, Q, K, X> {};
 
 /// Which operand of a chain link the chain continues in (the other one of
-/// a scale is the scalar; a causal mask has one operand).
+/// a scale is the scalar, of a bias the bias; masks have one operand;
+/// where's operand 0 is the condition).
 template <kind K>
-inline constexpr std::size_t inner_operand = K == kind::scale_left ? 1 : 0;
+inline constexpr std::size_t inner_operand = K == kind::scale_left || K == kind::bias_left ? 1
+                                             : K == kind::where_kept_left                  ? 1
+                                             : K == kind::where_kept_right                 ? 2
+                                                                                           : 0;
 
 template <class E, class Tr = fusion_traits_t<E>>
 struct softmax_parts {
@@ -131,8 +220,12 @@ struct shape_facts {
   std::string_view q, k, d, dv;
 };
 
+/// The query dim is the one a mask names (`query`, if not empty), else the
+/// last query-side dim of the scores; the other query-side dims (GQA's
+/// `group`, present in Q only) and key-side dims are batch dims that K
+/// (or Q) lacks, read with stride 0: K and V are never repeated.
 template <class Base, class KD>
-constexpr shape_facts score_facts() {
+constexpr shape_facts score_facts(std::string_view query) {
   using plan_t = plan_of_t<Base>;
   shape_facts f;
   const std::string_view key = KD::name.view();
@@ -144,20 +237,29 @@ constexpr shape_facts score_facts() {
   if (key_role != role::m && key_role != role::n) return f;
   const role query_role = key_role == role::n ? role::m : role::n;
   f.key_operand = key_role == role::n ? 1 : 0;
-  std::size_t nq = 0, nd = 0;
+  std::size_t nq = 0, nd = 0, n_batch = 0;  // n_batch: batch dims, query-side ones included
+  bool query_found = false;
   for (std::size_t l = 0; l < plan_t::n_labels; ++l) {
     const role r = plan_t::roles[l];
     if (r == query_role) {
       ++nq;
-      f.q = plan_t::labels[l];
+      ++n_batch;
+      if (query.empty()) f.q = plan_t::labels[l];
+      if (plan_t::labels[l] == query) query_found = true;
     } else if (r == role::k) {
       ++nd;
       f.d = plan_t::labels[l];
     } else if (r == role::reduce_a || r == role::reduce_b) {
       return f;
+    } else if (r == role::batch || (r == key_role && plan_t::labels[l] != key)) {
+      ++n_batch;
     }
   }
-  if (nq != 1 || nd != 1 || plan_t::count(role::batch) > kernels::max_group_rank) return f;
+  if (!query.empty()) {
+    if (!query_found) return f;
+    f.q = query;
+  }
+  if (nq == 0 || nd != 1 || n_batch - 1 > kernels::max_group_rank) return f;
   f.k = key;
   f.ok = true;
   return f;
@@ -189,11 +291,12 @@ struct match<E, contraction_node<Out, A, B>> {
       } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
         return shape_facts{};
       } else if constexpr (!std::is_same_v<value_type_of_t<typename C::base>, T> ||
-                           !std::is_same_v<value_type_of_t<V>, T> || C::stages > kernels::max_score_stages) {
+                           !std::is_same_v<value_type_of_t<V>, T> || C::stages > kernels::max_score_stages ||
+                           C::biases > 1) {
         return shape_facts{};
       } else {
-        shape_facts f = score_facts<typename C::base, KD>();
-        if (!f.ok || !C::causal_ok(f.q, f.k)) return shape_facts{};
+        shape_facts f = score_facts<typename C::base, KD>(C::query);
+        if (!f.ok || !C::masks_ok(f.q, f.k)) return shape_facts{};
         // The outer einsum sums K alone and keeps every other pattern dim.
         using outer_plan = contraction_plan<Out, dims_of_t<A>, dims_of_t<B>>;
         using S = dims_of_t<P>;
@@ -217,7 +320,54 @@ struct match<E, contraction_node<Out, A, B>> {
     }
   }();
   static constexpr bool value = facts.ok;
+  /// Whether the backward of grad::fused_attention handles every link
+  /// (scales, causal masks, boolean masks; not windows, offsets or biases),
+  /// and if not, which link it lacks.
+  static constexpr kind not_differentiable = [] {
+    if constexpr (p_index == 2)
+      return kind::none;
+    else
+      return chain<typename softmax_parts<bare<std::tuple_element_t<p_index, std::tuple<A, B>>>>::scores>::not_differentiable;
+  }();
+  static constexpr bool differentiable = p_index != 2 && not_differentiable == kind::none;
 };
+
+/// The links the fused backward lacks, as diagnostics name them.
+struct window_mask_stage {};
+struct additive_bias_stage {};
+
+}  // namespace dimsum::plan::fusion
+
+namespace dimsum {
+
+/// Checker: grad::fused_attention over a pattern whose stage Stage (a
+/// window mask, an additive bias) the fused backward does not
+/// differentiate; KeyDim is the softmax's dim.
+template <class KeyDim, class Stage>
+struct fused_attention_backward_lacks_a_stage {
+  static_assert(detail::always_false<KeyDim, Stage>,
+                "dimsum: grad::fused_attention differentiates scales, causal_mask and boolean masks only; this "
+                "attention has a window_mask or an additive bias on its scores: write it on vars without "
+                "fused_attention (unfused), or use causal_mask");
+};
+
+}  // namespace dimsum
+
+namespace dimsum::plan::fusion {
+
+/// Reports (one `dimsum:` error) when the fused attention E has a stage the
+/// fused backward lacks; grad::fused_attention calls it, so a variant is
+/// never silently mis-differentiated.
+template <class E>
+constexpr void require_differentiable() {
+  using M = match<bare<E>>;
+  if constexpr (M::value && !M::differentiable) {
+    using stage = std::conditional_t<M::not_differentiable == kind::window, window_mask_stage, additive_bias_stage>;
+    using P = bare<std::tuple_element_t<M::p_index, typename bare<E>::operands_type>>;
+    using key_dim = typename softmax_parts<P>::dim;
+    dimsum::detail::report<fused_attention_backward_lacks_a_stage<diagnostic_name_t<key_dim>, stage>>();
+  }
+}
 
 }  // namespace dimsum::plan::fusion
 
@@ -228,5 +378,16 @@ namespace dimsum {
 /// unfused path. Usable in `static_assert`.
 template <class E>
 inline constexpr bool uses_fused_attention_v = plan::fusion::match<std::remove_cvref_t<E>>::value;
+
+/// True when E takes the fused path and the fused backward
+/// (grad::fused_attention) differentiates every stage of it.
+template <class E>
+inline constexpr bool fused_attention_is_differentiable_v = [] {
+  using M = plan::fusion::match<std::remove_cvref_t<E>>;
+  if constexpr (M::value)
+    return M::differentiable;
+  else
+    return false;
+}();
 
 }  // namespace dimsum

@@ -45,12 +45,22 @@ struct causal_mask_node {
   using operand = X;
 };
 
+/// A sliding-window causal mask over query dim `Q` and key dim `K` of the
+/// operand `X`: the node's `masked_value()` outside the keys j with
+/// `i + offset() - window() < j <= i + offset()`.
+template <class Q, class K, class X>
+struct window_mask_node {
+  using query_dim = Q;
+  using key_dim = K;
+  using operand = X;
+};
+
 /// The element-wise operations fusion patterns tell apart.
-enum class pointwise { other, multiply, divide, masked_fill };
+enum class pointwise { other, multiply, divide, masked_fill, plus, where };
 
 /// An element-wise operation `Op` over the operands `Args`: a scale is a
 /// `multiply` or `divide` with a `scalar_node` operand; `masked_fill` has
-/// the operands (x, mask, scalar).
+/// the operands (x, mask, scalar), `where` (cond, a, b), `plus` (a, b).
 template <pointwise Op, class... Args>
 struct elementwise_node {
   static constexpr pointwise op = Op;

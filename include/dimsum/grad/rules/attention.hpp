@@ -15,33 +15,68 @@
 ///     });
 
 #include <cstddef>
+#include <limits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <dimsum/grad/tape.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
 #include <dimsum/ops/detail/fused_attention.hpp>
+#include <dimsum/core/diagnostics.hpp>
 #include <dimsum/ops/einsum.hpp>
+
+namespace dimsum {
+
+// --- compile-time errors of grad::fused_attention (docs/errors.md) ---
+template <class Q, class K, class V>
+struct fused_attention_needs_vars {
+  static_assert(detail::always_false<Q, K, V>,
+                "dimsum: grad::fused_attention(q, k, v, f) needs grad::vars q, k and v (tape.watch, or operations on "
+                "vars), not tensors or expressions");
+};
+template <class Q, class K, class V>
+struct fused_attention_operands_have_different_value_types {
+  static_assert(detail::always_false<Q, K, V>,
+                "dimsum: grad::fused_attention(q, k, v, f) needs q, k and v of one value type (float or double)");
+};
+template <class Result, class Q, class K, class V>
+struct fused_attention_f_does_not_return_the_attention_pattern {
+  static_assert(detail::always_false<Result, Q, K, V>,
+                "dimsum: grad::fused_attention(q, k, v, f): f must return einsum(softmax<K>(scale and masks of "
+                "einsum(q, k)), v), the fused attention pattern (plan/fusion_patterns.hpp), with q, k and v as the "
+                "einsums' operands");
+};
+
+}  // namespace dimsum
 
 namespace dimsum::grad {
 
-/// The fused attention f(q, k, v) on vars, recorded as one node (see the
-/// file comment). Its dims are those of f's outer einsum; the gradients of
-/// q, k and v have their own dims. Example:
-/// `auto z = grad::fused_attention(q, k, v, [](const auto& q, const auto& k, const auto& v) { return attend(q, k, v); });`
-template <detail::var_like Q, detail::var_like K, detail::var_like V, class F>
-  requires uses_fused_attention_v<decltype(std::declval<F&>()(std::declval<const typename Q::tensor_type&>(),
-                                                              std::declval<const typename K::tensor_type&>(),
-                                                              std::declval<const typename V::tensor_type&>()))>
-auto fused_attention(const Q& q, const K& k, const V& v, F f) {
+namespace detail {
+
+template <class X>
+struct diagnostic_of {
+  using type = X;
+};
+template <class X>
+  requires named_expression<X>
+struct diagnostic_of<X> {
+  using type = diagnostic_dims_t<dims_of_t<X>>;
+};
+/// What a diagnostic shows of an argument: its dims, or its type when it
+/// has none.
+template <class X>
+using diagnostic_of_t = typename diagnostic_of<std::remove_cvref_t<X>>::type;
+
+/// The fused attention of vars q, k, v (checked by `fused_attention`).
+template <class Q, class K, class V, class F>
+auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
   using E = decltype(f(q.value(), k.value(), v.value()));
+  plan::fusion::require_differentiable<E>();  // a stage the backward lacks: one dimsum: error
   using T = value_type_of_t<E>;
   using Out = tensor_for_t<T, dims_of_t<E>>;
   constexpr std::size_t R = Out::rank;
-  static_assert(std::is_same_v<T, typename Q::value_type> && std::is_same_v<T, typename K::value_type> &&
-                    std::is_same_v<T, typename V::value_type>,
-                "dimsum: fused_attention needs q, k and v of one value type");
   const E e = f(q.value(), k.value(), v.value());
   Out out = Out::from_extents(e.extents());
   auto lse = std::make_shared<std::vector<T>>();
@@ -52,12 +87,14 @@ auto fused_attention(const Q& q, const K& k, const V& v, F f) {
   dimsum::detail::fused::with_args(e, strided<T, R>{out.data(), out.extents(), out.strides()},
                                    [&](const kernels::attention_args<T>& a) {
                                      check_leaves(a);
-                                     kernels::attention(a);
-                                     lse->resize(a.batch_size() * a.nq);
-                                     kernels::attention_row_stats(a, lse->data());
+                                     // the forward saves each row's log-sum-exp as it goes
+                                     lse->assign(a.batch_size() * a.nq, -std::numeric_limits<T>::infinity());
+                                     kernels::attention_args<T> with_lse = a;
+                                     with_lse.lse = lse->data();
+                                     kernels::attention(with_lse);
                                    });
-  return detail::record(
-      detail::common_tape({q.owner(), k.owner(), v.owner()}), std::move(out),
+  return record(
+      common_tape({q.owner(), k.owner(), v.owner()}), std::move(out),
       q.requires_grad() || k.requires_grad() || v.requires_grad(), [q, k, v, f, lse](const auto& g, const auto& o) {
         const E e2 = f(q.value(), k.value(), v.value());
         dimsum::detail::fused::with_args(
@@ -68,11 +105,46 @@ auto fused_attention(const Q& q, const K& k, const V& v, F f) {
               auto dv = V::tensor_type::from_extents(v.value().extents());
               kernels::attention_backward(
                   kernels::attention_grad_args<T>{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data()});
-              if (q.requires_grad()) q.node()->accumulate_raw(dq.data());
-              if (k.requires_grad()) k.node()->accumulate_raw(dk.data());
-              if (v.requires_grad()) v.node()->accumulate_raw(dv.data());
+              // moved into a node that has no gradient yet, else added
+              if (q.requires_grad()) q.node()->accumulate(std::move(dq));
+              if (k.requires_grad()) k.node()->accumulate(std::move(dk));
+              if (v.requires_grad()) v.node()->accumulate(std::move(dv));
             });
       });
+}
+
+}  // namespace detail
+
+/// The fused attention f(q, k, v) on vars, recorded as one node (see the
+/// file comment). Its dims are those of f's outer einsum; the gradients of
+/// q, k and v have their own dims. q, k or v not a var, of different value
+/// types, or an f whose result is not the attention pattern is a compile
+/// error naming the dims (docs/errors.md). Example:
+/// `auto z = grad::fused_attention(q, k, v, [](const auto& q, const auto& k, const auto& v) { return attend(q, k, v); });`
+template <class Q, class K, class V, class F>
+auto fused_attention(const Q& q, const K& k, const V& v, F f) {
+  if constexpr (!(detail::var_like<Q> && detail::var_like<K> && detail::var_like<V>)) {
+    dimsum::detail::report<
+        fused_attention_needs_vars<detail::diagnostic_of_t<Q>, detail::diagnostic_of_t<K>, detail::diagnostic_of_t<V>>>();
+    return invalid_expression{};
+  } else if constexpr (!(std::is_same_v<typename Q::value_type, typename K::value_type> &&
+                         std::is_same_v<typename Q::value_type, typename V::value_type>)) {
+    dimsum::detail::report<fused_attention_operands_have_different_value_types<
+        typename Q::value_type, typename K::value_type, typename V::value_type>>();
+    return invalid_expression{};
+  } else {
+    using E = decltype(f(q.value(), k.value(), v.value()));
+    if constexpr (is_invalid_v<E>) {
+      return invalid_expression{};  // f's own mistake, reported where f made it
+    } else if constexpr (!uses_fused_attention_v<E>) {
+      dimsum::detail::report<fused_attention_f_does_not_return_the_attention_pattern<
+          detail::diagnostic_of_t<E>, diagnostic_dims_t<typename Q::dims>, diagnostic_dims_t<typename K::dims>,
+          diagnostic_dims_t<typename V::dims>>>();
+      return invalid_expression{};
+    } else {
+      return detail::fused_attention_node(q, k, v, std::move(f));
+    }
+  }
 }
 
 }  // namespace dimsum::grad

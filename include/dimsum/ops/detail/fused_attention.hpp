@@ -31,7 +31,7 @@ const auto& base_of(const E& e) {
   using C = chain<bare<E>>;
   if constexpr (C::k == kind::base)
     return e;
-  else if constexpr (C::k == kind::causal)
+  else if constexpr (C::k == kind::causal || C::k == kind::window)
     return base_of(e.operand());
   else
     return base_of(std::get<inner_operand<C::k>>(e.operands()));
@@ -50,9 +50,30 @@ std::array<std::ptrdiff_t, N> strides_along(const M& m, const std::array<std::st
   return out;
 }
 
+/// The kernel's bias callback over an evaluator Ev of the bias in the
+/// dims Root (batch dims, query, key): seek the row, read the keys.
+template <class T, class Ev, std::size_t R>
+struct bias_rows {
+  Ev ev;
+  std::array<std::size_t, R - 2> batch_extents{};
+  static void add(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) {
+    const auto& self = *static_cast<const bias_rows*>(ctx);
+    Ev ev = self.ev;  // evaluators keep a position: one copy per call, so threads share nothing
+    std::size_t idx[R] = {};
+    for (std::size_t d = R - 2; d-- > 0;) {
+      idx[d] = bi % self.batch_extents[d];
+      bi /= self.batch_extents[d];
+    }
+    idx[R - 2] = i;
+    idx[R - 1] = j0;
+    ev.seek(idx);
+    for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<T>(ev[j0 + x]);
+  }
+};
+
 /// Appends the stages of the chain around the score einsum to `args`
 /// (innermost first), materialising masks, then calls f with them alive.
-template <class E, class T, class Labels, class F>
+template <class E, class T, class Root, class Labels, class F>
 void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& labels, F&& f) {
   using C = chain<bare<E>>;
   auto push = [&](kernels::score_op op, T value) -> kernels::score_stage<T>& {
@@ -61,32 +82,73 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
     st.value = value;
     return st;
   };
+  // mask: a materialised boolean tensor, alive while the kernel runs.
+  auto push_mask = [&](const auto& mask, T value) {
+    using ML = dims_of_t<decltype(mask)>;
+    kernels::score_stage<T>& st = push(kernels::score_op::mask, value);
+    st.mask = mask.data();
+    const auto s = strides_along<ML>(mask, labels.all);
+    for (std::size_t i = 0; i < labels.batch_rank; ++i) st.mask_batch[i] = s[i];
+    st.mask_row = s[labels.batch_rank];
+    st.mask_col = s[labels.batch_rank + 1];
+  };
+  auto inner = [&](auto&& then) {
+    if constexpr (C::k == kind::causal || C::k == kind::window)
+      with_stages<bare<decltype(e.operand())>, T, Root>(e.operand(), args, labels, then);
+    else
+      with_stages<bare<decltype(std::get<inner_operand<C::k>>(e.operands()))>, T, Root>(
+          std::get<inner_operand<C::k>>(e.operands()), args, labels, then);
+  };
   if constexpr (C::k == kind::base) {
     f();
   } else if constexpr (C::k == kind::scale_right || C::k == kind::scale_left || C::k == kind::divide) {
-    constexpr std::size_t inner = inner_operand<C::k>;
-    with_stages(std::get<inner>(e.operands()), args, labels, [&] {
+    inner([&] {
       push(C::k == kind::divide ? kernels::score_op::divide : kernels::score_op::multiply,
-           std::get<1 - inner>(e.operands()).value);
+           std::get<1 - inner_operand<C::k>>(e.operands()).value);
       f();
     });
   } else if constexpr (C::k == kind::causal) {
-    with_stages(e.operand(), args, labels, [&] {
+    inner([&] {
       push(kernels::score_op::causal, e.masked_value());
       f();
     });
+  } else if constexpr (C::k == kind::window) {
+    inner([&] {
+      kernels::score_stage<T>& st = push(kernels::score_op::causal, e.masked_value());
+      st.window = e.window();
+      st.offset = e.offset();
+      f();
+    });
+  } else if constexpr (C::k == kind::masked_fill) {
+    inner([&] {
+      decltype(auto) mask = materialize(std::get<1>(e.operands()));
+      push_mask(mask, std::get<2>(e.operands()).value);
+      f();
+    });
+  } else if constexpr (C::k == kind::where_kept_left) {  // where(cond, x, value): value where !cond
+    inner([&] {
+      decltype(auto) mask = materialize(!std::get<0>(e.operands()));
+      push_mask(mask, std::get<2>(e.operands()).value);
+      f();
+    });
+  } else if constexpr (C::k == kind::where_kept_right) {  // where(cond, value, x): value where cond
+    inner([&] {
+      decltype(auto) mask = materialize(std::get<0>(e.operands()));
+      push_mask(mask, std::get<1>(e.operands()).value);
+      f();
+    });
   } else {
-    static_assert(C::k == kind::masked_fill);
-    with_stages(std::get<0>(e.operands()), args, labels, [&] {
-      const auto& mask_expr = std::get<1>(e.operands());
-      using ML = dims_of_t<decltype(mask_expr)>;
-      const auto mask = materialize(mask_expr);
-      kernels::score_stage<T>& st = push(kernels::score_op::mask, std::get<2>(e.operands()).value);
-      st.mask = mask.data();
-      const auto s = strides_along<ML>(mask, labels.all);
-      for (std::size_t i = 0; i < labels.batch_rank; ++i) st.mask_batch[i] = s[i];
-      st.mask_row = s[labels.batch_rank];
-      st.mask_col = s[labels.batch_rank + 1];
+    static_assert(C::k == kind::bias_left || C::k == kind::bias_right);
+    inner([&] {
+      const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
+      using Ev = decltype(b.template evaluator<Root>());
+      bias_rows<T, Ev, Root::size> rows{b.template evaluator<Root>()};
+      const auto s_ext = base_of(e).extents();
+      using S = dims_of_t<decltype(base_of(e))>;
+      for (std::size_t i = 0; i < labels.batch_rank; ++i) rows.batch_extents[i] = s_ext[find_name(S::names, labels.all[i])];
+      args.bias.add = &bias_rows<T, Ev, Root::size>::add;
+      args.bias.ctx = &rows;
+      args.bias.at = args.n_stages;
       f();
     });
   }
@@ -165,7 +227,7 @@ void with_args(const E& e, const strided<T, R>& dst, F&& call) {
     const auto qa = strides_along<QL>(mq, labels.all);
     const auto ka = strides_along<KL>(mk, labels.all);
     const auto va = strides_along<VL>(mv, labels.all);
-    const auto s_ext = scores.extents();
+    const auto s_ext = base.extents();  // in S's order (a where or a bias may reorder the chain's dims)
     args.batch_rank = nb;
     for (std::size_t i = 0; i < nb; ++i) {
       args.batch_extents[i] = s_ext[find_name(S::names, labels.all[i])];
@@ -177,7 +239,16 @@ void with_args(const E& e, const strided<T, R>& dst, F&& call) {
     args.out_row = dst.strides[find_name(OL::names, f.q)];
     args.out_col = dst.strides[find_name(OL::names, f.dv)];
   }
-  with_stages(scores, args, labels, [&] { call(args); });
+  // The scores' dims as the kernel walks them (batch dims, query, key
+  // last): the rows a bias evaluator reads.
+  static constexpr auto order = [] {
+    constexpr score_labels<S> l(M::facts.q, M::facts.k);
+    std::array<std::size_t, S::size> p{};
+    for (std::size_t i = 0; i < S::size; ++i) p[i] = find_name(S::names, l.all[i]);
+    return p;
+  }();
+  using Root = select_t<S, order>;
+  with_stages<bare<decltype(scores)>, T, Root>(scores, args, labels, [&] { call(args); });
 }
 
 /// Runs the fused kernel for the outer einsum e into dst (in e's dims).

@@ -1,0 +1,76 @@
+// One training step (forward, backward, AdamW with PyTorch's defaults) of the
+// example's decoder-only character transformer
+// (examples/char_transformer_model.hpp, as examples/train_char_transformer
+// trains it) -- the dimsum entry of bench/compare's "train_lm" kind;
+// bench/peers/torch_train.py's "lm" mode is the same model in PyTorch.
+//
+//   dimsum_train_lm BATCH POSN D_MODEL HEADS LAYERS VOCAB D_MLP [reps] [--out file.f32]
+//
+// Parameter number k in the model's dotted-name order (nn::for_each_parameter)
+// holds bench::input_value(i, 20 + k, 0.1), layer-norm weights 1 plus that;
+// the ids and targets are (7 i + 3) mod VOCAB and (5 i + 1) mod VOCAB over
+// the flat (batch, posn) index. The loss is the mean cross entropy. Prints
+// peak_extra_mib and median_ms of one step; with --out, writes the first
+// step's gradients as raw float32, parameters in the same order.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <dimsum/dimsum.hpp>
+#include <dimsum/training.hpp>
+
+#include "../../examples/char_transformer_model.hpp"
+#include "inputs.hpp"
+
+int main(int argc, char** argv) {
+  if (argc < 8) {
+    std::fprintf(stderr, "usage: %s BATCH POSN D_MODEL HEADS LAYERS VOCAB D_MLP [reps] [--out file.f32]\n", argv[0]);
+    return 2;
+  }
+  std::size_t s[7];
+  for (int i = 0; i < 7; ++i) s[i] = std::stoul(argv[i + 1]);
+  bench::peer_args args;
+  args.ok = true;
+  if (argc > 8 && argv[8][0] != '-') args.reps = std::atoi(argv[8]);
+  for (int i = 8; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--out") == 0) args.out_path = argv[i + 1];
+  const std::size_t B = s[0], P = s[1];
+  char_lm::config c;
+  c.d_model = s[2];
+  c.n_heads = s[3];
+  c.n_layers = s[4];
+  c.vocab = s[5];
+  c.d_mlp = s[6];
+  c.context = P;
+  char_lm::model m = char_lm::make_model(c);
+  int k = 0;
+  dimsum::nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
+    const bool ln_weight = name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    float* v = p.value.data();
+    for (std::size_t i = 0; i < p.value.size(); ++i) v[i] = (ln_weight ? 1.0f : 0.0f) + bench::input_value(i, 20 + k, 0.1);
+    p.zero_grad();
+    ++k;
+  });
+  char_lm::ids_t x(char_lm::batch{B}, char_lm::posn{P}), y(char_lm::batch{B}, char_lm::posn{P});
+  for (std::size_t i = 0; i < B * P; ++i) {
+    x.data()[i] = std::int64_t((7 * i + 3) % c.vocab);
+    y.data()[i] = std::int64_t((5 * i + 1) % c.vocab);
+  }
+  dimsum::optim::adamw opt;
+  std::vector<float> grads;
+  auto step = [&] {
+    dimsum::nn::zero_grad(m);
+    dimsum::grad::tape t;
+    t.backward(char_lm::loss(t, m, x, y));
+    if (grads.empty())
+      dimsum::nn::for_each_parameter(m, [&](const std::string&, auto& p) {
+        grads.insert(grads.end(), p.grad.data(), p.grad.data() + p.grad.size());
+      });
+    opt.step(m);
+  };
+  step();  // the first step's gradients, before any update
+  const std::vector<float> first = grads;
+  return bench::time_and_write(args, step, [&] { return first.data(); }, first.size());
+}

@@ -1,0 +1,15 @@
+// loading a checkpoint's tensor as a partial sum (a checkpoint holds full values).
+// EXPECT: dimsum: a partial sum .* is used where the full value is needed
+// EXPECT: partial_sum_used_as_a_full_value<nheads ?, model ?, dimsum::dist::op_load ?>
+#include "common.hpp"
+
+int main() {
+  dist::mesh<model> m(MPI_COMM_WORLD, model{1});
+#ifdef DIMSUM_SHOULD_FAIL
+  using stored = dist::sharded<dimsum::tensor<float, d_head>, dist::partial<model, nheads>>;
+#else
+  using stored = dist::sharded<dimsum::tensor<float, nheads, d_head>, heads_split>;
+#endif
+  auto x = dist::load<stored>(m, "ckpt", "total");
+  (void)x;
+}
