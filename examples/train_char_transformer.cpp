@@ -62,8 +62,8 @@ struct options {
   std::string data = "/usr/share/games/fortunes";
   std::size_t sample_chars = 300;
   // One thread by default: at these sizes (GEMMs of 1024 x 64 x 64) a
-  // second thread gains little, and on a busy machine OpenMP's barriers
-  // made the run 7x slower (1.5k instead of 11k tokens/s). 0: OpenMP's default.
+  // second thread gains little (with OpenMP regions, a busy machine once
+  // made the run 7x slower). 0: the default (OMP_NUM_THREADS, else the cores).
   std::size_t threads = 1;
   bool smoke = false;
   config model;

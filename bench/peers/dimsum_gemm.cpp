@@ -18,6 +18,7 @@ DIMSUM_DIM(j);
 int main(int argc, char** argv) {
   const bench::gemm_args args = bench::parse_gemm_args(argc, argv);
   if (!args.ok) return 2;
+  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   const std::size_t n = args.n;
   const bench::gemm_inputs in(n);
   dimsum::tensor<float, i, k> a(i{n}, k{n});

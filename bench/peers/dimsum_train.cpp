@@ -101,6 +101,7 @@ T from(const std::vector<float>& v, T t) {
 int main(int argc, char** argv) {
   const bench::peer_args args = bench::parse_args(argc, argv);
   if (!args.ok) return 2;
+  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   const bench::attention_shape s = args.shape;
   bench::attention_inputs in(s);
   const batch B{s.b};

@@ -30,6 +30,7 @@ using TensorF = Eigen::Tensor<float, N, Eigen::RowMajor>;
 int main(int argc, char** argv) {
   const bench::peer_args args = bench::parse_args(argc, argv);
   if (!args.ok) return 2;
+  std::printf("kernel=Eigen %s\n", Eigen::SimdInstructionSetsInUse());
   const bench::attention_shape s = args.shape;
   const char* env = std::getenv("OMP_NUM_THREADS");
   const int threads = env ? std::max(1, std::atoi(env)) : 1;

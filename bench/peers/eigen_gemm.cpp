@@ -15,6 +15,7 @@
 int main(int argc, char** argv) {
   const bench::gemm_args args = bench::parse_gemm_args(argc, argv);
   if (!args.ok) return 2;
+  std::printf("kernel=Eigen %s\n", Eigen::SimdInstructionSetsInUse());
   const char* env = std::getenv("OMP_NUM_THREADS");
   const int threads = env ? std::max(1, std::atoi(env)) : 1;
   Eigen::ThreadPool pool(threads);

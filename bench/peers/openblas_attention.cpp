@@ -21,6 +21,7 @@
 int main(int argc, char** argv) {
   const bench::peer_args args = bench::parse_args(argc, argv);
   if (!args.ok) return 2;
+  std::printf("kernel=OpenBLAS %s\n", openblas_get_corename());
   const bench::attention_shape s = args.shape;
   bench::attention_inputs in(s);
   const int B = int(s.b), P = int(s.p), M = int(s.m), H = int(s.h), D = int(s.d), HD = H * D;

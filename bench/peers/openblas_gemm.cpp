@@ -4,6 +4,7 @@
 //   openblas_gemm N [reps] [--out file.f32]
 #include <cblas.h>
 
+#include <cstdio>
 #include <vector>
 
 #include "inputs.hpp"
@@ -11,6 +12,7 @@
 int main(int argc, char** argv) {
   const bench::gemm_args args = bench::parse_gemm_args(argc, argv);
   if (!args.ok) return 2;
+  std::printf("kernel=OpenBLAS %s\n", openblas_get_corename());
   const int n = int(args.n);
   const bench::gemm_inputs in(args.n);
   std::vector<float> c;  // sized on the first call, so it counts in its peak memory as the other peers' output does

@@ -98,6 +98,23 @@ def gemm_inputs(n):
     return make(n * n, 0, 1.0).reshape(n, n), make(n * n, 1, 1 / math.sqrt(n)).reshape(n, n)
 
 
+def kernel():
+    """What this process runs on: the BLAS that torch loaded (Debian's torch
+    calls libblas.so.3, OpenBLAS here, whose core type follows
+    OPENBLAS_CORETYPE) and ATen's vector code."""
+    import ctypes
+    import re
+
+    maps = open("/proc/self/maps").read()
+    blas = "BLAS unknown"
+    if "libopenblas" in maps:
+        lib = ctypes.CDLL("libopenblas.so.0")  # the instance torch loaded
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        blas = "OpenBLAS " + lib.openblas_get_corename().decode()
+    cap = re.search(r"CPU capability usage: (\S+)", torch.__config__.show())
+    return f"{blas}, ATen {cap.group(1) if cap else '?'}"
+
+
 BATCH_MS = 20.0  # how long one timed run (a batch of calls) lasts at least
 
 
@@ -119,6 +136,7 @@ def main():
     times = []
     with torch.no_grad():
         print(f"peak_extra_mib={peak_extra_mib(run):.1f}")
+        print(f"kernel={kernel()}")
         # A run is a batch of calls lasting about BATCH_MS, as in inputs.hpp.
         t0 = time.perf_counter()
         y = run()

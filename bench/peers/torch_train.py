@@ -136,6 +136,7 @@ def main():
 
     step()  # AdamW's state allocated, as dimsum's first step does
     print(f"peak_extra_mib={ta.peak_extra_mib(step):.1f}")
+    print(f"kernel={ta.kernel()}")
     t0 = time.perf_counter()
     step()
     calls = max(1, int(ta.BATCH_MS / max((time.perf_counter() - t0) * 1e3, 1e-3)))

@@ -603,23 +603,15 @@ struct attention_kernel {
       else
         run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
     };
-#ifdef _OPENMP
-    std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(a.dk + a.dv);
-    if (flops < parallel_min_flops) threads = 1;
-    const int team = static_cast<int>(std::min<std::size_t>(threads, static_cast<std::size_t>(items)));
-    if (team > 1) {
-#pragma omp parallel num_threads(team)
-      {
-        buffers buf = carve(thread_scratch().reserve(bytes));
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t item = 0; item < items; ++item) work(buf, item);
-      }
-      return;
-    }
-#endif
-    buffers buf = carve(thread_scratch().reserve(bytes));
-    for (std::int64_t item = 0; item < items; ++item) work(buf, item);
+    // Each item takes its thread's scratch (reserve allocates only to grow).
+    parallel_for(
+        static_cast<std::size_t>(items),
+        [&](std::size_t item) {
+          buffers buf = carve(thread_scratch().reserve(bytes));
+          work(buf, static_cast<std::int64_t>(item));
+        },
+        threads_for_flops(flops));
   }
 };
 

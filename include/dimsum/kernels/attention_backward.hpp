@@ -20,8 +20,9 @@
 ///
 /// Gradients are written with the strides of their operands (dQ like Q, dK
 /// like K, dV like V, dO read like O), so a broadcast batch dim (stride 0)
-/// of Q, K or V sums its gradient over that dim. OpenMP over batch indices
-/// (one thread when a broadcast batch dim makes them share a gradient).
+/// of Q, K or V sums its gradient over that dim. Threads over batch indices
+/// (kernels::parallel_for; one thread when a broadcast batch dim makes them
+/// share a gradient).
 
 #include <algorithm>
 #include <cmath>
@@ -277,7 +278,7 @@ struct attention_backward_kernel {
     T* s = buf.s + r * BC;
     T* dp = buf.dp + r * BC;
     T* ds = buf.ds + r * BC;
-    fwd.prepare_row(s, bi, i, j0, n, n_vec);  // f(s); -inf on [n, n_vec)
+    fwd.prepare_row(s, nullptr, bi, i, j0, n, n_vec);  // no bias: refused by plan::fusion::require_differentiable  // f(s); -inf on [n, n_vec)
     if (std::isfinite(lse)) {
       exp_shifted_sum<T, Arch>(s, n_vec, lse);
     } else {  // a row of only -inf scores: NaN, as exp(-inf - -inf)
@@ -290,7 +291,10 @@ struct attention_backward_kernel {
     // masked_fill's backward: exactly 0 where a mask replaced the score
     std::size_t live = n;
     for (std::size_t st = 0; st < a.n_stages; ++st)
-      if (a.stages[st].op == score_op::causal) live = std::min(live, i + 1 > j0 ? i + 1 - j0 : std::size_t(0));
+      if (a.stages[st].op == score_op::causal) {
+        const std::size_t end = i + a.stages[st].offset + 1;  // keys [0, end) kept (windows are refused)
+        live = std::min(live, end > j0 ? end - j0 : std::size_t(0));
+      }
     if (scale == T(0)) live = 0;
     for (std::size_t j = live; j < n_nr; ++j) ds[j] = T(0);
     if (has_mask)
@@ -338,14 +342,15 @@ struct attention_backward_kernel {
       for (std::size_t i = 0; i < a.nq; ++i) buf.dsum[i] += d[i] * o[static_cast<std::ptrdiff_t>(i) * a.out_row];
     }
     std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
-    const bool causal = fwd.skip_causal;
     for (std::size_t j0 = 0; j0 < a.nk; j0 += BC) {
       const std::size_t n = std::min(BC, a.nk - j0), n_nr = round_up(n, NR);
-      // queries whose keys all lie before j0 under the causal mask see none of this tile
-      const std::size_t first = causal ? j0 / BR * BR : 0;
       bool started = false;
-      for (std::size_t i0 = first; i0 < a.nq; i0 += BR) {
+      for (std::size_t i0 = 0; i0 < a.nq; i0 += BR) {
         const std::size_t rows = std::min(BR, a.nq - i0), panels = (rows + MR - 1) / MR;
+        // query tiles whose rows keep none of these keys (causal masks whose
+        // masked keys vanish) see none of this tile
+        const key_range kept = kept_keys(a, fwd.vanish, i0, i0 + rows - 1);
+        if (kept.hi <= j0 || kept.lo >= j0 + n) continue;
         for (std::size_t jp = 0; jp < n; jp += NR)
           for (std::size_t p = 0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
             const std::size_t cols = std::min(NR, round_up(n - jp, simd_ops<T, Arch>::width));
@@ -420,25 +425,16 @@ struct attention_backward_kernel {
     }
     if (empty) return;
     const std::size_t bytes = scratch_bytes();
-#ifdef _OPENMP
-    std::size_t threads = static_cast<std::size_t>(std::max(1, num_threads()));
     // five products of the forward's two sizes: serial below the threshold
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(3 * a.dk + 2 * a.dv);
-    if (flops < parallel_min_flops * 8 || accumulate) threads = 1;
-    const int team = static_cast<int>(std::min(threads, nb));
-    if (team > 1) {
-#pragma omp parallel num_threads(team)
-      {
-        buffers buf = carve(thread_scratch().reserve(bytes));
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t bi = 0; bi < static_cast<std::int64_t>(nb); ++bi)
-          run_batch(buf, g, static_cast<std::size_t>(bi));
-      }
-      return;
-    }
-#endif
-    buffers buf = carve(thread_scratch().reserve(bytes));
-    for (std::size_t bi = 0; bi < nb; ++bi) run_batch(buf, g, bi);
+    const std::size_t threads = flops < parallel_min_flops * 8 || accumulate ? 1 : threads_for_flops(flops);
+    parallel_for(
+        nb,
+        [&](std::size_t bi) {
+          buffers buf = carve(thread_scratch().reserve(bytes));
+          run_batch(buf, g, bi);
+        },
+        std::min(threads, nb));
   }
 };
 

@@ -24,7 +24,7 @@ template <class Arch, class T>
 void contract_on(const contraction_args<T>& args) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "dimsum: contract supports float and double");
-  detail::contract_blocked<T, Arch, detail::default_blocking<T, Arch>>(args);
+  detail::contract_blocked<T, Arch, detail::contract_blocking<T, Arch>>(args);
 }
 
 /// Computes `C[b,m,n] = alpha * sum_k A[b,m,k] * B[b,k,n] + beta * C[b,m,n]`

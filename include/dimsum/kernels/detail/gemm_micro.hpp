@@ -73,12 +73,19 @@ struct micro_kernel {
     run_with(kc, packed_a<T, MR>{pa}, pb, t);
   }
 
-  /// A tile at most one vector wide (an edge of N) runs on one vector
-  /// column, which halves its work; the arithmetic per element is the same.
+  /// A tile narrower than NR (an edge of N, or a small N) runs on as many
+  /// vector columns as it needs; the arithmetic per element is the same.
   template <class A>
   static void run_with(std::size_t kc, const A& a, const T* __restrict pb, const tile_target<T>& t) noexcept {
+    const std::size_t needed = (t.cols + width - 1) / width;
     if constexpr (nv > 1) {
-      if (t.cols <= width) return run_cols<1>(kc, a, pb, t);
+      if (needed <= 1) return run_cols<1>(kc, a, pb, t);
+    }
+    if constexpr (nv > 2) {
+      if (needed <= 2) return run_cols<2>(kc, a, pb, t);
+    }
+    if constexpr (nv > 3) {
+      if (needed <= 3) return run_cols<3>(kc, a, pb, t);
     }
     run_cols<nv>(kc, a, pb, t);
   }
