@@ -9,7 +9,14 @@
 // Every benchmark sets both libraries to its thread count (the `threads`
 // argument) through their APIs; the environment only sizes the pools, so set
 // both variables to the largest count. Compare the FLOPS counters (medians).
-// Each workload checks dimsum against OpenBLAS once before it is timed.
+// Each workload checks dimsum against OpenBLAS once before it is timed. The
+// context lines name OpenBLAS's core type (set OPENBLAS_CORETYPE to choose)
+// and dimsum's kernels.
+//
+// --cpu_time_one_thread: the 1-thread rows are timed by the CPU time of the
+// calling thread (both libraries compute on it alone) instead of wall time,
+// which on a machine shared with other processes counts only the time the
+// thread actually ran; the 2-thread rows stay on wall time.
 
 #include <dimsum/kernels/gemm.hpp>
 #include <dimsum/kernels/threads.hpp>
@@ -18,36 +25,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "gemm_args.hpp"
+
 namespace {
 
 namespace dk = dimsum::kernels;
 
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
-
-dk::dim_group one_dim(std::size_t extent, std::ptrdiff_t sa, std::ptrdiff_t sb, std::ptrdiff_t sc) {
-  dk::dim_group g;
-  g.rank = 1;
-  g.extents[0] = extent;
-  g.stride_a[0] = sa;
-  g.stride_b[0] = sb;
-  g.stride_c[0] = sc;
-  return g;
-}
+using bench::one_dim;
+using bench::random_vector;
 
 void set_threads(int n) {
   dimsum::set_num_threads(n);
@@ -190,14 +184,21 @@ void bm_scores(benchmark::State& state) {
 // Registered pairwise (dimsum, then OpenBLAS, per workload and thread count)
 // so both see the same machine state when others share it.
 int main(int argc, char** argv) {
-  auto add = [](const char* name, auto fn, std::vector<std::int64_t> args,
-                std::vector<std::string> arg_names) {
-    benchmark::RegisterBenchmark(name, fn)
-        ->Args(args)
-        ->ArgNames(arg_names)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+  bool cpu_time_one_thread = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--cpu_time_one_thread") == 0) {
+      cpu_time_one_thread = true;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      break;
+    }
+  auto add = [&](const char* name, auto fn, std::vector<std::int64_t> args,
+                 std::vector<std::string> arg_names) {
+    auto* b = benchmark::RegisterBenchmark(name, fn)->Args(args)->ArgNames(arg_names)->Unit(benchmark::kMillisecond);
+    if (!(cpu_time_one_thread && args.back() == 1)) b->UseRealTime();
   };
+  benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+  benchmark::AddCustomContext("dimsum_kernels", dimsum::kernel_isa());
   for (std::int64_t threads : {1, 2}) {
     for (std::int64_t n : {512, 1024, 2048}) {
       add("sgemm/dimsum", bm_sgemm<true>, {n, threads}, {"n", "threads"});

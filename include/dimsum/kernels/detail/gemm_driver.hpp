@@ -72,14 +72,17 @@ struct default_blocking_for<T, Arch,
                                   gemm_blocking<6, 8, 48, 1024, 1024>>;
 };
 
+/// An AVX-512 tile of MR rows by NV vectors of T, with cache blocks of at
+/// most 480 / 240 rows, KC = 1024 and NC = 8192 / 4096 (floats / doubles).
+template <class T, std::size_t MR, std::size_t NV>
+using avx512_tile = gemm_blocking<MR, NV * 64 / sizeof(T), 1920 / sizeof(T), 1024, 32768 / sizeof(T)>;
+
 // AVX-512 (32 zmm): 12 x 32 floats or 12 x 16 doubles = 24 accumulators, 2 B
 // vectors, 1 broadcast: the fused attention's tiles (attention.hpp). The
 // GEMM itself uses contract_blocking below.
 template <class T, class Arch>
 struct default_blocking_for<T, Arch, std::enable_if_t<std::is_base_of_v<xsimd::avx512f, Arch>>> {
-  using type = std::conditional_t<std::is_same_v<T, float>,
-                                  gemm_blocking<12, 32, 480, 1024, 8192>,
-                                  gemm_blocking<12, 16, 240, 1024, 4096>>;
+  using type = avx512_tile<T, 12, 2>;
 };
 
 template <class T, class Arch>
@@ -105,9 +108,7 @@ struct contract_blocking_for {
 
 template <class T, class Arch>
 struct contract_blocking_for<T, Arch, std::enable_if_t<std::is_base_of_v<xsimd::avx512f, Arch>>> {
-  using type = std::conditional_t<std::is_same_v<T, float>,
-                                  gemm_blocking<6, 64, 480, 1024, 8192>,
-                                  gemm_blocking<6, 32, 240, 1024, 4096>>;
+  using type = avx512_tile<T, 6, 4>;
 };
 
 template <class T, class Arch>
