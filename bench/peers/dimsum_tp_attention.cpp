@@ -5,7 +5,7 @@
 //
 // Each rank projects its heads with dist::einsum (W_Q, W_K, W_V, b_Q, b_K,
 // b_V and W_O split by head), runs the attention of its heads through the
-// fused kernel on its local blocks, and the output contraction leaves a
+// fused kernel on its local blocks (dist::map), and the output contraction leaves a
 // partial sum over `model` that one all_reduce completes. Rank 0 prints
 // "median_ms=<x>" (each run between barriers), "peak_extra_mib=<x>" (the
 // largest over the ranks), "ring_bytes=<x>" and "payload_bytes=<x>" (what
@@ -48,7 +48,6 @@ T filled(const std::vector<float>& v, T t) {
   return t;
 }
 using by_head = dist::split<nheads, model>;
-using heads_block = dist::sharded<tensor<float, batch, posn, nheads, d_head>, by_head>;
 
 int run(const bench::peer_args& args) {
   const bench::attention_shape s = args.shape;
@@ -81,17 +80,21 @@ int run(const bench::peer_args& args) {
     const auto k = dist::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_K) + b_K;
     const auto v = dist::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_V) + b_V;
     // The attention of this rank's heads: one fused pass over its blocks
-    // (no dim of it is split, so the local code is the single-process code).
-    auto zq = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
-        dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
-            einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
-                rename<posn, q_posn>(q.local()), rename<posn, k_posn>(k.local())) *
-                scale,
-            -inf)),
-        rename<posn, k_posn>(v.local()));
-    static_assert(decltype(zq)::uses_fused_attention);
-    tensor<float, batch, posn, nheads, d_head> z_local = rename<q_posn, posn>(zq);
-    const heads_block z(std::move(z_local), q.comms());
+    // (dist::map: no dim of it is split, so the local code is the
+    // single-process code; the result keeps split<nheads, model>).
+    const auto z = dist::map(
+        [&](const auto& ql, const auto& kl, const auto& vl) {
+          auto zq = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
+              dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
+                  einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
+                      rename<posn, q_posn>(ql), rename<posn, k_posn>(kl)) *
+                      scale,
+                  -inf)),
+              rename<posn, k_posn>(vl));
+          static_assert(decltype(zq)::uses_fused_attention);
+          return rename<q_posn, posn>(std::move(zq));  // moved in: zq dies with the lambda
+        },
+        q, k, v);
     out = dist::all_reduce(dist::einsum<"batch posn nheads d_head, nheads d_head d_model -> batch posn d_model">(z, W_O)) +
           b_O;
   };

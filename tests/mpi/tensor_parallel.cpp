@@ -38,11 +38,46 @@ DIMSUM_DIM(d_head);
 using weights = seed000::attention_weights<d_model, nheads, d_head>;
 using split_heads = dist::split<nheads, model>;
 
+/// The attention of each rank's heads with dist:: operations (each one
+/// evaluated: the scores are materialised).
+template <class Q>
+auto attention_by_dist_ops(const Q& q, const Q& k, const Q& v) {
+  const float scale = std::sqrt(float(q.local().template extent<d_head>()));
+  const auto scores = dist::einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
+                          dist::rename<posn, q_posn>(q), dist::rename<posn, k_posn>(k)) /
+                      scale;
+  const auto pattern = dist::softmax<k_posn>(
+      dist::causal_mask<q_posn, k_posn>(scores, -std::numeric_limits<float>::infinity()));
+  const auto z = dist::einsum<"batch k_posn nheads d_head, batch nheads q_posn k_posn -> batch q_posn nheads d_head">(
+      dist::rename<posn, k_posn>(v), pattern);
+  return z;
+}
+
+/// The same as one dist::map over the local blocks: the fused kernel.
+template <class Q>
+auto attention_by_map(const Q& q, const Q& k, const Q& v) {
+  const float scale = std::sqrt(float(q.local().template extent<d_head>()));
+  return dist::map(
+      [&](const auto& ql, const auto& kl, const auto& vl) {
+        auto e = dimsum::einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
+            dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
+                dimsum::einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
+                    dimsum::rename<posn, q_posn>(ql), dimsum::rename<posn, k_posn>(kl)) /
+                    scale,
+                -std::numeric_limits<float>::infinity())),
+            dimsum::rename<posn, k_posn>(vl));
+        static_assert(decltype(e)::uses_fused_attention);
+        return e;
+      },
+      q, k, v);
+}
+
 /// The seed-000 layer with heads split over `model`: the single-process
-/// code with dist:: operations and one all_reduce.
+/// code with dist:: operations and one all_reduce (the attention itself by
+/// dist:: operations, or fused through dist::map).
 tensor<float, batch, posn, d_model> tensor_parallel_attention(const dist::mesh<model>& m,
                                                               const tensor<float, batch, posn, d_model>& x,
-                                                              const weights& w) {
+                                                              const weights& w, bool fused = false) {
   const auto W_Q = dist::shard<split_heads>(m, w.W_Q), W_K = dist::shard<split_heads>(m, w.W_K),
              W_V = dist::shard<split_heads>(m, w.W_V);
   const auto W_O = dist::shard<split_heads>(m, w.W_O);
@@ -54,14 +89,9 @@ tensor<float, batch, posn, d_model> tensor_parallel_attention(const dist::mesh<m
   const auto v = dist::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_V) + b_V;
   static_assert(std::is_same_v<std::remove_cvref_t<decltype(q)>,
                                dist::sharded<tensor<float, batch, posn, nheads, d_head>, split_heads>>);
-  const float scale = std::sqrt(float(q.local().extent<d_head>()));
-  const auto scores = dist::einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
-                          dist::rename<posn, q_posn>(q), dist::rename<posn, k_posn>(k)) /
-                      scale;
-  const auto pattern = dist::softmax<k_posn>(
-      dist::causal_mask<q_posn, k_posn>(scores, -std::numeric_limits<float>::infinity()));
-  const auto z = dist::einsum<"batch k_posn nheads d_head, batch nheads q_posn k_posn -> batch q_posn nheads d_head">(
-      dist::rename<posn, k_posn>(v), pattern);
+  const auto z = fused ? attention_by_map(q, k, v) : attention_by_dist_ops(q, k, v);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(z)>,
+                               dist::sharded<tensor<float, batch, q_posn, nheads, d_head>, split_heads>>);
   // Summing over the split heads leaves a partial sum over `model`.
   const auto partial_out = dist::einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, W_O);
   static_assert(std::is_same_v<std::remove_cvref_t<decltype(partial_out)>,
@@ -100,6 +130,14 @@ TEST_CASE("tensor-parallel attention with 8 heads equals the single-process laye
   const auto single = seed000::attention(x, w).out;
   dist::mesh<model> m(MPI_COMM_WORLD, model{world_size()});
   CHECK(max_abs_diff(tensor_parallel_attention(m, x, w), single) < 1e-5);
+}
+
+TEST_CASE("dist::map runs each rank's attention as one fused pass and equals the single-process layer", "[mpi]") {
+  const auto w = weights::random(23, d_model{24}, nheads{8}, d_head{6});
+  const auto x = tensor<float, batch, posn, d_model>::random_uniform(4, batch{2}, posn{13}, d_model{24});
+  const auto single = seed000::attention(x, w).out;
+  dist::mesh<model> m(MPI_COMM_WORLD, model{world_size()});
+  CHECK(max_abs_diff(tensor_parallel_attention(m, x, w, /*fused=*/true), single) < 1e-5);
 }
 
 TEST_CASE("the tensor-parallel layer sends one all-reduce of batch x posn x d_model per rank", "[mpi][traffic]") {

@@ -442,9 +442,12 @@ kernels::attention_args<float> seed_args(const seed_layout& p, std::vector<float
 /// The backward in plain loops and double, from its definition: P the
 /// softmax of the staged scores, dP = dO Vᵀ, D_i = sum_j P_ij dP_ij,
 /// dS = g P (dP - D) (0 where `masked`), dQ = dS K, dK = dSᵀ Q, dV = Pᵀ dO.
+using bias_fn = std::function<double(std::size_t, std::size_t, std::size_t)>;  // (flat batch index, i, j)
+
 void plain_backward(const seed_layout& p, double g,
                     const std::function<bool(std::size_t, std::size_t, std::size_t)>& masked, double masked_value,
-                    std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
+                    std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv,
+                    const bias_fn& bias = nullptr) {
   dq.assign(p.q.size(), 0.0);
   dk.assign(p.k.size(), 0.0);
   dv.assign(p.v.size(), 0.0);
@@ -456,7 +459,7 @@ void plain_backward(const seed_layout& p, double g,
         for (std::size_t j = 0; j < p.nk; ++j) {
           double s = 0;
           for (std::size_t x = 0; x < p.d; ++x) s += double(p.q[p.qi(bi, hi, i, x)]) * p.k[p.ki(bi, hi, j, x)];
-          P[i * p.nk + j] = masked(bi, i, j) ? masked_value : s * g;
+          P[i * p.nk + j] = masked(bi, i, j) ? masked_value : s * g + (bias ? bias(bi * p.h + hi, i, j) : 0.0);
           m = std::max(m, P[i * p.nk + j]);
         }
         double l = 0;
@@ -488,7 +491,8 @@ void plain_backward(const seed_layout& p, double g,
 /// (1 + |want|), float rounding of sums of ~200 terms of size ~1 (the
 /// largest error seen is about ten times smaller).
 void check_seed(const seed_layout& p, kernels::attention_args<float>& a, double g,
-                const std::function<bool(std::size_t, std::size_t, std::size_t)>& masked, double masked_value) {
+                const std::function<bool(std::size_t, std::size_t, std::size_t)>& masked, double masked_value,
+                const bias_fn& bias = nullptr) {
   std::vector<float> lse(p.b * p.h * p.nq);
   a.lse = lse.data();
   kernels::attention(a);
@@ -505,7 +509,7 @@ void check_seed(const seed_layout& p, kernels::attention_args<float>& a, double 
   }
   set_num_threads(0);
   std::vector<double> want[3];
-  plain_backward(p, g, masked, masked_value, want[0], want[1], want[2]);
+  plain_backward(p, g, masked, masked_value, want[0], want[1], want[2], bias);
   for (int w = 0; w < 3; ++w) {
     INFO("gradient " << "qkv"[w]);
     CHECK(got[0][w] == got[1][w]);
@@ -537,6 +541,38 @@ TEST_CASE("fused attention backward, float: causal with more keys than queries (
   a.stages[0].op = kernels::score_op::causal;
   a.stages[0].value = -std::numeric_limits<float>::infinity();
   check_seed(p, a, 1.0, [](std::size_t, std::size_t i, std::size_t j) { return j > i; }, ninf);
+}
+
+namespace {
+/// ALiBi-style bias of the window test: -slope_h * (i + 5 - j), slope 0.25 (h + 1).
+void alibi(const void*, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, float* out) {
+  const double slope = 0.25 * double(bi % 3 + 1);
+  for (std::size_t x = 0; x < n; ++x) out[x] = float(-slope * (double(i) + 5.0 - double(j0 + x)));
+}
+}  // namespace
+
+TEST_CASE("fused attention backward, float: sliding window with an offset and an additive bias") {
+  const seed_layout p = make_seed(2, 3, 150, 160, 24, 20, false, 7);
+  std::vector<float> out;
+  auto a = seed_args(p, out);
+  const double scale = 0.2;
+  a.n_stages = 2;
+  a.stages[0].op = kernels::score_op::multiply;
+  a.stages[0].value = float(scale);
+  a.stages[1].op = kernels::score_op::causal;  // query i at position i + 5 keeps keys (i + 5 - 40, i + 5]
+  a.stages[1].value = -std::numeric_limits<float>::infinity();
+  a.stages[1].window = 40;
+  a.stages[1].offset = 5;
+  a.bias.add = alibi;
+  a.bias.at = 1;  // after the scale, before the mask
+  check_seed(
+      p, a, double(float(scale)),
+      [](std::size_t, std::size_t i, std::size_t j) { return j > i + 5 || i + 5 - j >= 40; }, ninf,
+      [](std::size_t bi, std::size_t i, std::size_t j) {
+        float b;
+        alibi(nullptr, bi, i, j, 1, &b);
+        return double(b);
+      });
 }
 
 TEST_CASE("fused attention backward, float: K and V shared by every head, padding mask with a finite value") {

@@ -146,3 +146,19 @@ TEST_CASE("grad tape: a node's first gradient is moved in or copied, later ones 
   m.accumulate_raw(raw.data());  // the first contribution copied
   for (std::size_t x = 0; x < 6; ++x) CHECK(m.grad.data()[x] == raw[x]);
 }
+
+TEST_CASE("grad tape: an intermediate's gradient is freed once sent on; a watched tensor keeps its own",
+          "[grad][tape]") {
+  grad::tape t;
+  auto x = t.watch(make_x());
+  auto y = x * x;
+  auto z = y * 3.0;
+  t.backward(dimsum::sum<row, col>(z));
+  CHECK_FALSE(y.node()->has_grad);  // freed, as PyTorch frees a non-leaf's .grad
+  CHECK(y.node()->grad.size() == 0);
+  CHECK_FALSE(z.node()->has_grad);
+  REQUIRE(x.node()->has_grad);
+  const x_t x0 = make_x();
+  for (std::size_t r = 0; r < 2; ++r)
+    for (std::size_t c = 0; c < 3; ++c) CHECK(dimsum::gradient(x)(row{r}, col{c}) == 6 * x0(row{r}, col{c}));
+}

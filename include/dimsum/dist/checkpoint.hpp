@@ -483,6 +483,7 @@ save_item save_item_of(const named_entry<X>& e, const mesh_comms& c) {
   it.global = it.local.shape;
   for (std::size_t d = 0; d < L::size; ++d)
     if (it.axes[d] >= 0) it.global[d] *= static_cast<std::size_t>(c.sizes[static_cast<std::size_t>(it.axes[d])]);
+  if (!writes_block(it.axes, c.coords)) return it;  // another rank writes this block: no copy
   it.local.data.resize(t.size() * sizeof(T));
   io::detail::copy_le_bytes(reinterpret_cast<const std::byte*>(t.data()), reinterpret_cast<T*>(it.local.data.data()),
                             t.size());
@@ -532,7 +533,7 @@ void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
         mine.metadata["dimsum.dims." + it.name] = join(it.dims, " ");
         mine.metadata["dimsum.offset." + it.name] =
             join_sizes(block_at(it.global, it.axes, c, c.coords).offset);
-        mine.tensors.emplace(it.name, it.local);
+        mine.tensors.emplace(it.name, std::move(it.local));
       }
       if (mine.tensors.empty()) return;
       write_safetensors((fs::path(dir) / my_file).string(), mine);

@@ -829,6 +829,57 @@ auto map(F&& f, const sharded<Tn, Ps...>& s) {
 }
 
 namespace detail {
+/// The index in All of the first split whose dim the result (dims Out)
+/// lacks, or All's size.
+template <class Out, class All>
+constexpr std::size_t dropped_split() {
+  using I = placement_info<All>;
+  for (std::size_t i = 0; i < I::size; ++i)
+    if (I::splits[i] && dimsum::detail::find_name(Out::names, I::dims[i]) == dimsum::detail::npos) return i;
+  return I::size;
+}
+}  // namespace detail
+
+/// f applied to the local blocks of several operands (sharded values,
+/// replicated tensors, scalars), e.g. a whole attention on each rank's
+/// heads, which then runs as one fused pass: `dist::map([&](const auto& q,
+/// const auto& k, const auto& v) { return einsum<...>(softmax<k_posn>(...), v); },
+/// q, k, v)`. The result keeps every operand's split of a dim it has.
+/// Compile time: operands placed inconsistently
+/// (`operands_shard_a_dim_inconsistently`), a partial sum among them
+/// (`partial_sum_used_as_a_full_value`, `op_map`), and a result without a
+/// split dim of an operand (`operation_over_a_sharded_dim`, `op_map`: f
+/// reduced over a dim each rank holds only a block of; contract it with
+/// `dist::einsum`, which leaves a partial sum).
+template <class F, class A, class B, class... Rest>
+  requires(is_sharded_v<A> || is_sharded_v<B> || (is_sharded_v<Rest> || ...))
+auto map(F&& f, const A& a, const B& b, const Rest&... rest) {
+  using All = detail::tuple_cat_t<detail::placements_of_t<A>, detail::placements_of_t<B>, detail::placements_of_t<Rest>...>;
+  using I = detail::placement_info<All>;
+  constexpr auto bad = detail::find_inconsistency<A, B, Rest...>();
+  if constexpr (bad.found) {
+    using P = detail::all_at_t<All, detail::index_of_placement<All>(bad.dim, bad.axis)>;
+    dimsum::detail::report<operands_shard_a_dim_inconsistently<diagnostic_name_t<typename P::dim>, typename P::mesh_axis>>();
+    return invalid_expression{};
+  } else if constexpr (detail::first_partial<All>() != I::size) {
+    detail::report_partial<op_map, All>();
+    return invalid_expression{};
+  } else {
+    using Local = decltype(dimsum::eval(f(detail::local_of(a), detail::local_of(b), detail::local_of(rest)...)));
+    using Splits = typename detail::dedup<std::tuple<>, All>::type;
+    constexpr std::size_t dropped = detail::dropped_split<dims_of_t<Local>, Splits>();
+    if constexpr (dropped != std::tuple_size_v<Splits>) {
+      using P = std::tuple_element_t<dropped, Splits>;
+      dimsum::detail::report<operation_over_a_sharded_dim<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, op_map>>();
+      return invalid_expression{};
+    } else {
+      Local local = dimsum::eval(f(detail::local_of(a), detail::local_of(b), detail::local_of(rest)...));
+      return detail::make_result<Local, Splits>(std::move(local), detail::comms_of(a, b, rest...));
+    }
+  }
+}
+
+namespace detail {
 enum class arith { add, sub, mul, div };
 template <arith Op, class A, class B>
 auto combine(const A& a, const B& b) {

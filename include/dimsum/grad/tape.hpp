@@ -76,7 +76,11 @@ namespace detail {
 struct node_base {
   virtual ~node_base() = default;
   virtual void propagate() = 0;
+  /// Frees the gradient once `propagate` has sent it on (PyTorch frees a
+  /// non-leaf's .grad the same way), unless `keep_grad`.
+  virtual void release_grad() noexcept = 0;
   bool requires_grad = false;
+  bool keep_grad = false;  // a watched tensor: `gradient(v)` reads it after backward
 };
 
 /// The node of a var with dims Ds: its value, its gradient (allocated on
@@ -135,6 +139,13 @@ struct var_node final : node_base {
   }
   void propagate() override {
     if (has_grad && rule) rule(grad, value());
+  }
+  void release_grad() noexcept override {
+    if (keep_grad || !has_grad) return;
+    // A default tensor is empty when a dim is dynamic (activations have
+    // dynamic batch and position dims); an all-static one keeps its size.
+    if constexpr (((Ds::static_extent == dynamic) || ...)) grad = tensor_type();
+    has_grad = false;
   }
 };
 
@@ -251,6 +262,7 @@ class tape {
     auto n = std::make_shared<detail::var_node<T, Ds...>>();
     n->own = std::move(t);
     n->requires_grad = true;
+    n->keep_grad = true;
     push(n);
     return var<T, Ds...>(this, std::move(n));
   }
@@ -289,7 +301,12 @@ class tape {
       n.ensure_grad();
       n.grad.fill(typename V::value_type(1));
       const std::size_t start = index_of_node(loss.node().get());
-      for (std::size_t i = start + 1; i-- > 0;) nodes_[i]->propagate();
+      // Each gradient is freed once sent on: the step's extra memory is the
+      // saved values plus the gradients still in flight, not every gradient.
+      for (std::size_t i = start + 1; i-- > 0;) {
+        nodes_[i]->propagate();
+        nodes_[i]->release_grad();
+      }
     }
   }
 

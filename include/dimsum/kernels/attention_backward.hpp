@@ -60,21 +60,29 @@ namespace detail {
 template <class T>
 struct attention_score_loops {
   const attention_args<T>& a;
-  bool skip_causal;
 
-  explicit attention_score_loops(const attention_args<T>& args) : a(args), skip_causal(causal_keys_vanish(args)) {}
+  explicit attention_score_loops(const attention_args<T>& args) : a(args) {}
 
-  /// The score after the stages, f(raw), at (bi, i, j).
+  /// The score after the stages (and the additive bias), f(raw), at (bi, i, j).
   T score(T raw, std::size_t bi, std::size_t i, std::size_t j) const {
+    const std::size_t bias_at = a.bias.add != nullptr ? a.bias.at : a.n_stages + 1;
+    auto add_bias = [&](T& x) {
+      T b;
+      a.bias.add(a.bias.ctx, bi, i, j, 1, &b);
+      x += b;
+    };
     T x = raw;
     for (std::size_t s = 0; s < a.n_stages; ++s) {
+      if (s == bias_at) add_bias(x);
       const score_stage<T>& st = a.stages[s];
       switch (st.op) {
         case score_op::multiply: x *= st.value; break;
         case score_op::divide: x /= st.value; break;
-        case score_op::causal:
-          if (j > i) x = st.value;
+        case score_op::causal: {
+          const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
+          if (j > pos || (st.window != unbounded_window && pos - j >= st.window)) x = st.value;
           break;
+        }
         case score_op::mask:
           if (st.mask[a.batch_offset(st.mask_batch, bi) + std::ptrdiff_t(i) * st.mask_row +
                       std::ptrdiff_t(j) * st.mask_col])
@@ -82,6 +90,7 @@ struct attention_score_loops {
           break;
       }
     }
+    if (bias_at == a.n_stages) add_bias(x);
     return x;
   }
 
@@ -99,7 +108,7 @@ struct attention_score_loops {
     for (std::size_t bi = 0; bi < nb; ++bi)
       for (std::size_t i = 0; i < a.nq; ++i) {
         T m = ninf, l = T(0);  // online: running maximum and sum
-        for (std::size_t j = 0, e = skip_causal ? std::min(a.nk, i + 1) : a.nk; j < e; ++j) {
+        for (std::size_t j = 0; j < a.nk; ++j) {
           const T x = score(raw_score(bi, i, j), bi, i, j);
           if (x > m) {
             l = (m == ninf ? T(0) : l * std::exp(m - x)) + T(1);
@@ -177,13 +186,13 @@ struct attention_backward_kernel {
 
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
-    T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt;
+    T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt, *bias;
   };
-  std::array<std::size_t, 16> sizes() const {
+  std::array<std::size_t, 17> sizes() const {
     const std::size_t tile = BR * BC;
     return {nk_pad * a.dk, nk_pad * a.dv, dk_pad * a.nk, a.dk * t_ld, a.dv * t_ld,
             q_in_place() ? 0 : a.nq * a.dk, dout_in_place() ? 0 : a.nq * a.dv, a.nq * dk_pad, a.nq,
-            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC};
+            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC, BC};
   }
   std::size_t scratch_bytes() const {
     std::size_t total = 0;
@@ -192,14 +201,14 @@ struct attention_backward_kernel {
   }
   buffers carve(void* base) const {
     auto* p = static_cast<unsigned char*>(base);
-    T* ptr[16];
+    T* ptr[17];
     const auto n = sizes();
-    for (std::size_t x = 0; x < 16; ++x) {
+    for (std::size_t x = 0; x < 17; ++x) {
       ptr[x] = reinterpret_cast<T*>(p);
       p += round_up(n[x] * sizeof(T), scratch_alignment);
     }
-    return {ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], ptr[5], ptr[6], ptr[7],
-            ptr[8], ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15]};
+    return {ptr[0], ptr[1], ptr[2],  ptr[3],  ptr[4],  ptr[5],  ptr[6],  ptr[7], ptr[8],
+            ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16]};
   }
 
   /// src[r, c] (strides rs, cs; rows x cols) into NR-row panels,
@@ -278,7 +287,7 @@ struct attention_backward_kernel {
     T* s = buf.s + r * BC;
     T* dp = buf.dp + r * BC;
     T* ds = buf.ds + r * BC;
-    fwd.prepare_row(s, nullptr, bi, i, j0, n, n_vec);  // no bias: refused by plan::fusion::require_differentiable  // f(s); -inf on [n, n_vec)
+    fwd.prepare_row(s, buf.bias, bi, i, j0, n, n_vec);  // f(s); -inf on [n, n_vec)
     if (std::isfinite(lse)) {
       exp_shifted_sum<T, Arch>(s, n_vec, lse);
     } else {  // a row of only -inf scores: NaN, as exp(-inf - -inf)
@@ -288,22 +297,27 @@ struct attention_backward_kernel {
     const auto vd = ops::broadcast(buf.dsum[i]), vg = ops::broadcast(scale);
     for (std::size_t j = 0; j < n_vec; j += W)
       ops::storeu(ds + j, vg * (ops::loadu(s + j) * (ops::loadu(dp + j) - vd)));
-    // masked_fill's backward: exactly 0 where a mask replaced the score
-    std::size_t live = n;
-    for (std::size_t st = 0; st < a.n_stages; ++st)
-      if (a.stages[st].op == score_op::causal) {
-        const std::size_t end = i + a.stages[st].offset + 1;  // keys [0, end) kept (windows are refused)
-        live = std::min(live, end > j0 ? end - j0 : std::size_t(0));
-      }
-    if (scale == T(0)) live = 0;
-    for (std::size_t j = live; j < n_nr; ++j) ds[j] = T(0);
+    // masked_fill's backward: exactly 0 where a mask replaced the score;
+    // a causal stage keeps the tile columns [from, to) (as prepare_row)
+    std::size_t from = 0, to = n;
+    for (std::size_t st = 0; st < a.n_stages; ++st) {
+      const score_stage<T>& c = a.stages[st];
+      if (c.op != score_op::causal) continue;
+      const std::size_t pos = i + c.offset;  // keys (pos - window, pos] are kept
+      const std::size_t first = c.window == unbounded_window || pos + 1 <= c.window ? 0 : pos + 1 - c.window;
+      to = std::min(to, pos + 1 > j0 ? pos + 1 - j0 : std::size_t(0));
+      from = std::max(from, first > j0 ? first - j0 : std::size_t(0));
+    }
+    if (scale == T(0) || from > to) from = to = 0;
+    for (std::size_t j = 0; j < from; ++j) ds[j] = T(0);
+    for (std::size_t j = to; j < n_nr; ++j) ds[j] = T(0);
     if (has_mask)
       for (std::size_t st = 0; st < a.n_stages; ++st) {
         const score_stage<T>& m = a.stages[st];
         if (m.op != score_op::mask) continue;
         const bool* row = m.mask + a.batch_offset(m.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * m.mask_row +
                           static_cast<std::ptrdiff_t>(j0) * m.mask_col;
-        for (std::size_t j = 0; j < live; ++j)
+        for (std::size_t j = from; j < to; ++j)
           if (row[static_cast<std::ptrdiff_t>(j) * m.mask_col]) ds[j] = T(0);
       }
     for (std::size_t jp = 0; jp < n_nr; jp += NR) {
@@ -343,17 +357,29 @@ struct attention_backward_kernel {
     }
     std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
     for (std::size_t j0 = 0; j0 < a.nk; j0 += BC) {
-      const std::size_t n = std::min(BC, a.nk - j0), n_nr = round_up(n, NR);
+      const std::size_t n = std::min(BC, a.nk - j0);
+      std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));  // dKᵀ and dVᵀ of the key tile, summed over query tiles
+      std::fill(buf.dvt, buf.dvt + a.dv * BC, T(0));
       bool started = false;
       for (std::size_t i0 = 0; i0 < a.nq; i0 += BR) {
         const std::size_t rows = std::min(BR, a.nq - i0), panels = (rows + MR - 1) / MR;
-        // query tiles whose rows keep none of these keys (causal masks whose
-        // masked keys vanish) see none of this tile
+        // causal or window stages whose masked keys vanish: a query tile
+        // that keeps none of this key tile's keys adds nothing to it
         const key_range kept = kept_keys(a, fwd.vanish, i0, i0 + rows - 1);
         if (kept.hi <= j0 || kept.lo >= j0 + n) continue;
-        for (std::size_t jp = 0; jp < n; jp += NR)
-          for (std::size_t p = 0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
-            const std::size_t cols = std::min(NR, round_up(n - jp, simd_ops<T, Arch>::width));
+        // Within it, the keys past the last one any row keeps and the
+        // leading row panels that keep none of the keys (the tiles along a
+        // causal diagonal) contribute nothing either: P and dS are 0 there.
+        const std::size_t ne = std::min(n, kept.hi - j0), ne_nr = round_up(ne, NR);
+        std::size_t p0 = 0;
+        for (; p0 + 1 < panels; ++p0) {
+          const key_range pk = kept_keys(a, fwd.vanish, i0 + p0 * MR, i0 + (p0 + 1) * MR - 1);
+          if (pk.hi > j0 && pk.lo < j0 + ne) break;
+        }
+        const std::size_t r0 = p0 * MR;
+        for (std::size_t jp = 0; jp < ne; jp += NR)
+          for (std::size_t p = p0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
+            const std::size_t cols = std::min(NR, round_up(ne - jp, simd_ops<T, Arch>::width));
             kernel::run_with(a.dk, forward::rows_of(qrows + static_cast<std::ptrdiff_t>(i0) * q_ld, q_ld, p, rows),
                              buf.kp + (j0 + jp) * a.dk,
                              tile_target<T>{buf.s, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
@@ -361,34 +387,29 @@ struct attention_backward_kernel {
                              buf.vp + (j0 + jp) * a.dv,
                              tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
           }
-        for (std::size_t r = 0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, n, lse[i0 + r]);
-        const T beta = started ? T(1) : T(0);
+        for (std::size_t r = r0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r]);
         started = true;
-        for (std::size_t jp = 0; jp < n_nr; jp += NR) {
-          const std::size_t cols = std::min(NR, n - jp);
-          const T* pp = buf.pp + (jp / NR) * BR * NR;
-          const T* dsp = buf.dsp + (jp / NR) * BR * NR;
+        for (std::size_t jp = 0; jp < ne_nr; jp += NR) {
+          const std::size_t cols = std::min(NR, ne - jp);
+          const T* pp = buf.pp + (jp / NR) * BR * NR + r0 * NR;  // panel rows [r0, rows)
+          const T* dsp = buf.dsp + (jp / NR) * BR * NR + r0 * NR;
           for (std::size_t p = 0; p * MR < a.dv; ++p)  // dVᵀ += dOᵀ P
-            kernel::run_with(rows, forward::rows_of(buf.dot + i0, tld, p, a.dv), pp,
+            kernel::run_with(rows - r0, forward::rows_of(buf.dot + i0 + r0, tld, p, a.dv), pp,
                              tile_target<T>{buf.dvt, off_bc.data() + p * MR, unit.data() + jp,
-                                            std::min(MR, a.dv - p * MR), cols, true, T(1), beta});
+                                            std::min(MR, a.dv - p * MR), cols, true, T(1), T(1)});
           for (std::size_t p = 0; p * MR < a.dk; ++p)  // dKᵀ += Qᵀ dS
-            kernel::run_with(rows, forward::rows_of(buf.qt + i0, tld, p, a.dk), dsp,
+            kernel::run_with(rows - r0, forward::rows_of(buf.qt + i0 + r0, tld, p, a.dk), dsp,
                              tile_target<T>{buf.dkt, off_bc.data() + p * MR, unit.data() + jp,
-                                            std::min(MR, a.dk - p * MR), cols, true, T(1), beta});
+                                            std::min(MR, a.dk - p * MR), cols, true, T(1), T(1)});
         }
-        for (std::size_t p = 0; p < panels; ++p)  // dQ += dS K
+        for (std::size_t p = p0; p < panels; ++p)  // dQ += dS K
           for (std::size_t dp = 0; dp < dk_pad; dp += NR)
-            kernel::run_with(n, forward::rows_of(buf.ds, static_cast<std::ptrdiff_t>(BC), p, rows),
+            kernel::run_with(ne, forward::rows_of(buf.ds, static_cast<std::ptrdiff_t>(BC), p, rows),
                              buf.kc + (dp / NR * a.nk + j0) * NR,
                              tile_target<T>{buf.dq + i0 * dk_pad, off_dq.data() + p * MR, unit.data() + dp,
                                             std::min(MR, rows - p * MR), NR, true, T(1), T(1)});
       }
-      if (!started) {  // no query reaches these keys
-        if (accumulate) continue;
-        std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));
-        std::fill(buf.dvt, buf.dvt + a.dv * BC, T(0));
-      }
+      if (!started && accumulate) continue;  // no query reaches these keys: nothing to add
       const auto bc = static_cast<std::ptrdiff_t>(BC);
       store(buf.dkt, 1, bc, n, a.dk, g.dk + a.batch_offset(a.k_batch, bi) + std::ptrdiff_t(j0) * a.k_row, a.k_row,
             a.k_col);  // dK = (dKᵀ)ᵀ
