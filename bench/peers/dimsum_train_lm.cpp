@@ -21,7 +21,7 @@
 #include <dimsum/dimsum.hpp>
 #include <dimsum/training.hpp>
 
-#include "../../examples/char_transformer_model.hpp"
+#include "../../examples/char_transformer_forward.hpp"
 #include "inputs.hpp"
 
 int main(int argc, char** argv) {
