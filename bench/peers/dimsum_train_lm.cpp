@@ -72,5 +72,6 @@ int main(int argc, char** argv) {
   };
   step();  // the first step's gradients, before any update
   const std::vector<float> first = grads;
+  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   return bench::time_and_write(args, step, [&] { return first.data(); }, first.size());
 }
