@@ -179,6 +179,18 @@ key_range kept_keys(const attention_args<T>& a, const bool* vanish, std::size_t 
   return r;
 }
 
+/// The columns [lo, hi) of the key tile [j0, j0 + n) that the causal (or
+/// window) stage st keeps for query row i: keys (pos - window, pos] with
+/// pos = i + offset. The forward's score rows and the backward's dS zeroing
+/// share it.
+template <class T>
+key_range causal_kept_columns(const score_stage<T>& st, std::size_t i, std::size_t j0, std::size_t n) {
+  const std::size_t pos = i + st.offset;
+  const std::size_t first = st.window == unbounded_window || pos + 1 <= st.window ? 0 : pos + 1 - st.window;
+  const std::size_t to = pos + 1 > j0 ? std::min(n, pos + 1 - j0) : 0;
+  return {std::min(to, first > j0 ? first - j0 : std::size_t(0)), to};
+}
+
 template <class T, class Arch>
 struct attention_kernel {
   using blk = default_blocking<T, Arch>;
@@ -343,10 +355,9 @@ struct attention_kernel {
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
       if (st.op == score_op::causal) {
-        const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
-        const std::size_t first = st.window == unbounded_window || pos + 1 <= st.window ? 0 : pos + 1 - st.window;
-        keep_to[s] = pos + 1 > j0 ? std::min(n, pos + 1 - j0) : 0;
-        keep_from[s] = std::min(keep_to[s], first > j0 ? first - j0 : 0);
+        const key_range kept = causal_kept_columns(st, i, j0, n);
+        keep_from[s] = kept.lo;
+        keep_to[s] = kept.hi;
       }
       if (st.op == score_op::mask)
         mrow[s] = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +

@@ -301,12 +301,10 @@ struct attention_backward_kernel {
     // a causal stage keeps the tile columns [from, to) (as prepare_row)
     std::size_t from = 0, to = n;
     for (std::size_t st = 0; st < a.n_stages; ++st) {
-      const score_stage<T>& c = a.stages[st];
-      if (c.op != score_op::causal) continue;
-      const std::size_t pos = i + c.offset;  // keys (pos - window, pos] are kept
-      const std::size_t first = c.window == unbounded_window || pos + 1 <= c.window ? 0 : pos + 1 - c.window;
-      to = std::min(to, pos + 1 > j0 ? pos + 1 - j0 : std::size_t(0));
-      from = std::max(from, first > j0 ? first - j0 : std::size_t(0));
+      if (a.stages[st].op != score_op::causal) continue;
+      const key_range kept = causal_kept_columns(a.stages[st], i, j0, n);
+      from = std::max(from, kept.lo);
+      to = std::min(to, kept.hi);
     }
     if (scale == T(0) || from > to) from = to = 0;
     for (std::size_t j = 0; j < from; ++j) ds[j] = T(0);
