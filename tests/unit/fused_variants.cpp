@@ -242,6 +242,59 @@ TEMPLATE_TEST_CASE("fused variants: an ALiBi bias (slope times distance) before 
         },
         f);
   }
+  SECTION("distance * slopes, the other operand order, and alibi(): the same affine bias") {
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) {
+          return causal_mask<q_posn, k_posn>(scores_of(q, k) * s + outer(distance, slopes), T(-inf));
+        },
+        f);
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) {
+          return causal_mask<q_posn, k_posn>(
+              scores_of(q, k) * s + alibi<T>(kv_heads{3}, q_posn{130}, k_posn{130}), T(-inf));
+        },
+        f);
+  }
+  SECTION("the generic fallback: the distances stored as a table, read row by row") {
+    const tensor<T, q_posn, k_posn> table = distance;
+    STATIC_REQUIRE(!plan::fusion::affine_bias<decltype(outer(slopes, table)), T>::ok);
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) {
+          return causal_mask<q_posn, k_posn>(scores_of(q, k) * s + outer(slopes, table), T(-inf));
+        },
+        f);
+  }
+  // slope * relative_positions is recognised as affine (computed by the
+  // kernel from the slope, the row and an iota), in either order
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(outer(slopes, distance)), T>::ok);
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(outer(distance, slopes)), T>::ok);
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(alibi<T>(kv_heads{3}, q_posn{130}, k_posn{130})), T>::ok);
+  // a slope over the position dims is not a per-head slope: generic
+  STATIC_REQUIRE(!plan::fusion::affine_bias<decltype(outer(distance, distance * T(2))), T>::ok);
+}
+
+TEMPLATE_TEST_CASE("fused variants: ALiBi with a slope per batch and head, keys crossing tiles, more keys than queries",
+                   "[fused][variants]", float, double) {
+  using T = TestType;
+  const inputs<T> in(sizes{2, 2, 3, 67, 300, 8});
+  // a slope over (group, batch): any per-batch-index expression is a slope
+  tensor<T, group, batch> slope(group{3}, batch{2});
+  for (std::size_t g = 0; g < 3; ++g)
+    for (std::size_t b = 0; b < 2; ++b) slope(group{g}, batch{b}) = T(0.05) * T(g + 1) - T(0.03) * T(b);
+  const auto distance = relative_positions<T>(q_posn{67}, k_posn{300}, 233);  // query i at position i + 233
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(outer(slope, distance)), T>::ok);
+  check_variant(
+      in,
+      [&](const auto& q, const auto& k) {
+        return window_mask<q_posn, k_posn>(scores_of(q, k) * T(0.3) + outer(slope, distance), 150, T(-inf), 233);
+      },
+      [&](double x, std::size_t b, auto, std::size_t g, std::size_t i, std::size_t j) {
+        return in_window(i, j, 150, 233) ? x * 0.3 + double(slope(group{g}, batch{b})) * (double(j) - double(i + 233))
+                                         : -inf;
+      });
 }
 
 TEMPLATE_TEST_CASE("fused variants: grouped-query and multi-query heads, K and V shared by the group", "[fused][variants]",
@@ -378,6 +431,19 @@ TEMPLATE_TEST_CASE("fused variants: incremental decoding, new queries against a 
         const out_t<T> got = z;
         CHECK(mismatches(got.data(), want, tol, tol * 10) == 0);
       }
+      // ALiBi after a cache: the new queries sit at positions len - m + i
+      const auto bias = alibi<T>(kv_heads{2}, q_posn{m}, k_posn{len}, len - m);
+      auto za = attend(softmax<k_posn>(window_mask<q_posn, k_posn>(scores_of(in.q, keys) * T(0.25) + bias, window,
+                                                                   T(-inf), len - m)),
+                       values);
+      static_assert(uses_fused_attention_v<decltype(za)>);
+      const auto slopes = alibi_slopes<double>(kv_heads{2});
+      const auto want_a = in.ref([&](double x, auto, std::size_t h, auto, std::size_t i, std::size_t j) {
+        return in_window(i, j, window, len - m) ? x * 0.25 + double(T(slopes.data()[h])) * (double(j) - double(i + len - m))
+                                                : -inf;
+      });
+      const out_t<T> got_a = za;
+      CHECK(mismatches(got_a.data(), want_a, tol, tol * 10) == 0);
     }
   }
 }

@@ -21,8 +21,9 @@
 ///     `where(cond, value, x)` with any boolean mask or condition over some
 ///     of the scores' dims (broadcast by name);
 ///   - at most one bias, `x + b` or `b + x`, with b any expression over some
-///     of the scores' dims (ALiBi's slope times distance), evaluated row by
-///     row inside the kernel, never materialised.
+///     of the scores' dims, evaluated row by row inside the kernel, never
+///     materialised; `slope * relative_positions<Q, K>` (ALiBi,
+///     `affine_bias`) is computed by the kernel a vector at a time.
 /// The score einsum must contract exactly one dim (d) and keep the key dim
 /// K. Its other dims are batch dims in any order (at most
 /// `kernels::max_group_rank`), read with stride 0 by an operand that lacks
@@ -177,6 +178,42 @@ struct chain<E, elementwise_node<pointwise::plus, X, B>> : wrap<kind::bias_right
 template <class E, class B, class X>
   requires(chain<bare<X>>::ok && same_dims<E, X> && cheap_bias<B> && !(chain<bare<B>>::ok && same_dims<E, B>))
 struct chain<E, elementwise_node<pointwise::plus, B, X>> : wrap<kind::bias_left, X, false> {};
+
+/// Whether X is a key-minus-query distance (ops/alibi.hpp's
+/// relative_positions).
+template <class Tr>
+inline constexpr bool is_distance_traits = false;
+template <class Q, class K>
+inline constexpr bool is_distance_traits<relative_position_node<Q, K>> = true;
+template <class X>
+inline constexpr bool is_distance = is_distance_traits<fusion_traits_t<X>>;
+
+/// A bias B of the form `slope * relative_positions<Q, K>` (either order;
+/// ALiBi's `outer(slopes, distance)`): affine in the key index along a row,
+/// so the kernel computes it from the slope of the batch index, the row
+/// index and a vector iota, with no callback and no table. The slope is any
+/// expression (not a scalar) over dims other than Q and K, of the scores'
+/// value type T; it is materialised (one value per head). Any other bias
+/// takes the generic row callback. `ok` is false when B is not of this
+/// form; the runner also checks that Q and K are the pattern's query and
+/// key dims.
+template <class B, class T, class Tr = fusion_traits_t<B>>
+struct affine_bias {
+  static constexpr bool ok = false;
+};
+template <class B, class T, class X, class Y>
+  requires(is_distance<X> != is_distance<Y>)
+struct affine_bias<B, T, elementwise_node<pointwise::multiply, X, Y>> {
+  static constexpr std::size_t distance_operand = is_distance<Y> ? 1 : 0;
+  using distance = bare<std::conditional_t<is_distance<Y>, Y, X>>;
+  using slope = bare<std::conditional_t<is_distance<Y>, X, Y>>;
+  using query_dim = typename fusion_traits_t<distance>::query_dim;
+  using key_dim = typename fusion_traits_t<distance>::key_dim;
+  static constexpr bool ok = !is_scalar<slope> && std::is_same_v<value_type_of_t<slope>, T> &&
+                             std::is_same_v<value_type_of_t<distance>, T> &&
+                             index_of<dims_of_t<slope>>(query_dim::name.view()) == dimsum::detail::npos &&
+                             index_of<dims_of_t<slope>>(key_dim::name.view()) == dimsum::detail::npos;
+};
 
 template <class E, class Q, class K, class X>
 struct chain<E, causal_mask_node<Q, K, X>> : mask_wrap<kind::causal, Q, K, X> {};

@@ -139,6 +139,26 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
     });
   } else {
     static_assert(C::k == kind::bias_left || C::k == kind::bias_right);
+    using B = bare<decltype(std::get<1 - inner_operand<C::k>>(e.operands()))>;
+    using A = plan::fusion::affine_bias<B, T>;
+    if constexpr (A::ok) {
+      if constexpr (at_t<Root, Root::size - 2>::name.view() == A::query_dim::name.view() &&
+                    at_t<Root, Root::size - 1>::name.view() == A::key_dim::name.view()) {
+        // slope * (j - (i + offset)): the kernel computes it (affine form)
+        inner([&] {
+          const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
+          const auto& parts = b.operands();
+          decltype(auto) slope = materialize(std::get<1 - A::distance_operand>(parts));
+          const auto s = strides_along<dims_of_t<typename A::slope>>(slope, labels.all);
+          args.bias.slope = slope.data();
+          for (std::size_t i = 0; i < labels.batch_rank; ++i) args.bias.slope_batch[i] = s[i];
+          args.bias.offset = std::get<A::distance_operand>(parts).offset();
+          args.bias.at = args.n_stages;
+          f();
+        });
+        return;
+      }
+    }
     inner([&] {
       const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
       using Ev = decltype(b.template evaluator<Root>());
