@@ -386,9 +386,8 @@ TEST_CASE("fused variants against PyTorch: window, ALiBi, GQA, MQA", "[fused][va
   }
 }
 
-TEST_CASE("fused variants: which ones the fused backward differentiates", "[fused][variants][grad]") {
-  // grad::fused_attention reports the others at compile time
-  // (tests/compile_fail/grad_fused_attention_window.cpp).
+TEST_CASE("fused variants: the fused backward differentiates every one", "[fused][variants][grad]") {
+  // grad::fused_attention differentiates each (tests/unit/grad_fused_variants.cpp)
   const inputs<float> in(sizes{1, 1, 1, 3, 3, 2});
   tensor<bool, batch, k_posn> keep(batch{1}, k_posn{3});
   const auto slopes = alibi_slopes<float>(kv_heads{1});
@@ -399,10 +398,12 @@ TEST_CASE("fused variants: which ones the fused backward differentiates", "[fuse
   auto biased = attend(softmax<k_posn>(scores_of(in.q, in.k) + outer(slopes, distance)), in.v);
   STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(causal)>);
   STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(padded)>);
-  STATIC_REQUIRE(uses_fused_attention_v<decltype(window)>);
-  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(window)>);
-  STATIC_REQUIRE(uses_fused_attention_v<decltype(biased)>);
-  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(biased)>);
+  STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(window)>);
+  STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(biased)>);
+  // not fused, so not differentiable by grad::fused_attention
+  auto plain = attend(softmax<k_posn>(scores_of(in.q, in.k)) * 2.0f, in.v);
+  STATIC_REQUIRE(!uses_fused_attention_v<decltype(plain)>);
+  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(plain)>);
 }
 
 TEMPLATE_TEST_CASE("fused variants: incremental decoding, new queries against a kv_cache on the few-rows path",
