@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -446,5 +447,103 @@ TEMPLATE_TEST_CASE("fused variants: incremental decoding, new queries against a 
       const out_t<T> got_a = za;
       CHECK(mismatches(got_a.data(), want_a, tol, tol * 10) == 0);
     }
+  }
+}
+
+namespace {
+/// The generic form of the affine bias below, as a row callback: slope of
+/// head bi % heads times (j - (i + offset)), the product the kernel's
+/// affine form computes.
+template <class T>
+struct slope_rows {
+  const T* slopes;
+  std::size_t heads, offset;
+  static void add(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) {
+    const auto& s = *static_cast<const slope_rows*>(ctx);
+    for (std::size_t x = 0; x < n; ++x)
+      out[x] = s.slopes[bi % s.heads] * static_cast<T>(double(j0 + x) - double(i + s.offset));
+  }
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("fused variants: the kernel's affine bias on every arch path equals the row callback and the loops",
+                   "[fused][variants][kernel]", float, double) {
+  using T = TestType;
+  const std::size_t nb = 2, heads = 3, nk = 150, d = 8, offset = 5, window = 60;
+  for (std::size_t nq : {std::size_t(70), std::size_t(3)}) {  // tiles; the few-rows path
+    INFO(nq << " queries");
+    std::mt19937 gen(17);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<T> q(nb * nq * heads * d), k(nb * nk * heads * d), v(nb * nk * heads * d);
+    for (auto* x : {&q, &k, &v})
+      for (T& e : *x) e = T(u(gen));
+    const std::vector<T> slopes = {T(0.5), T(0.125), T(-0.03125)};
+    kernels::attention_args<T> a;
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.nq = nq;
+    a.nk = nk;
+    a.dk = a.dv = d;
+    a.q_row = a.k_row = a.v_row = a.out_row = std::ptrdiff_t(heads * d);
+    a.q_col = a.k_col = a.v_col = a.out_col = 1;
+    a.batch_rank = 2;
+    a.batch_extents = {nb, heads};
+    a.q_batch = {std::ptrdiff_t(nq * heads * d), std::ptrdiff_t(d)};
+    a.k_batch = a.v_batch = {std::ptrdiff_t(nk * heads * d), std::ptrdiff_t(d)};
+    a.out_batch = a.q_batch;
+    a.n_stages = 2;
+    a.stages[0].op = kernels::score_op::multiply;
+    a.stages[0].value = T(0.3);
+    a.stages[1].op = kernels::score_op::causal;  // keys (i + 5 - 60, i + 5]
+    a.stages[1].value = -std::numeric_limits<T>::infinity();
+    a.stages[1].window = window;
+    a.stages[1].offset = offset;
+    a.bias.at = 1;  // after the scale, before the window
+    // plain loops in double
+    std::vector<double> want(nb * nq * heads * d);
+    for (std::size_t b = 0; b < nb; ++b)
+      for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t i = 0; i < nq; ++i) {
+          std::vector<double> w(nk);
+          double m = -inf, l = 0;
+          for (std::size_t j = 0; j < nk; ++j) {
+            double raw = 0;
+            for (std::size_t x = 0; x < d; ++x)
+              raw += double(q[((b * nq + i) * heads + h) * d + x]) * double(k[((b * nk + j) * heads + h) * d + x]);
+            w[j] = in_window(i, j, window, offset) ? raw * double(T(0.3)) + double(slopes[h]) * (double(j) - double(i + offset))
+                                                   : -inf;
+            m = std::max(m, w[j]);
+          }
+          for (double& e : w) l += (e = std::exp(e - m));
+          for (std::size_t c = 0; c < d; ++c) {
+            double o = 0;
+            for (std::size_t j = 0; j < nk; ++j) o += w[j] / l * double(v[((b * nk + j) * heads + h) * d + c]);
+            want[((b * nq + i) * heads + h) * d + c] = o;
+          }
+        }
+    const slope_rows<T> rows{slopes.data(), heads, offset};
+    const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-11;
+    test::for_each_arch([&](auto arch) {
+      using Arch = decltype(arch);
+      for (int threads : {1, 2}) {
+        INFO("arch " << Arch::name() << ", threads " << threads);
+        test::thread_count_guard guard(threads);
+        std::vector<T> affine(want.size(), T(-7)), callback(want.size(), T(-7));
+        kernels::attention_args<T> x = a;
+        x.bias.slope = slopes.data();
+        x.bias.slope_batch = {0, 1};
+        x.bias.offset = offset;
+        x.out = affine.data();
+        kernels::attention_on<Arch>(x);
+        kernels::attention_args<T> y = a;
+        y.bias.add = &slope_rows<T>::add;
+        y.bias.ctx = &rows;
+        y.out = callback.data();
+        kernels::attention_on<Arch>(y);
+        CHECK(affine == callback);  // the same products, the same sums
+        CHECK(mismatches(affine.data(), want, tol, tol * 10) == 0);
+      }
+    });
   }
 }
