@@ -71,6 +71,18 @@ struct bias_rows {
   }
 };
 
+/// Whether the bias B is `slope * relative_positions` over the pattern's
+/// query and key dims (the last two of Root, as the kernel walks them).
+template <class B, class T, class Root>
+constexpr bool affine_over_root = [] {
+  using A = plan::fusion::affine_bias<B, T>;
+  if constexpr (A::ok)
+    return at_t<Root, Root::size - 2>::name.view() == A::query_dim::name.view() &&
+           at_t<Root, Root::size - 1>::name.view() == A::key_dim::name.view();
+  else
+    return false;
+}();
+
 /// Appends the stages of the chain around the score einsum to `args`
 /// (innermost first), materialising masks, then calls f with them alive.
 template <class E, class T, class Root, class Labels, class F>
@@ -140,37 +152,33 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
   } else {
     static_assert(C::k == kind::bias_left || C::k == kind::bias_right);
     using B = bare<decltype(std::get<1 - inner_operand<C::k>>(e.operands()))>;
-    using A = plan::fusion::affine_bias<B, T>;
-    if constexpr (A::ok) {
-      if constexpr (at_t<Root, Root::size - 2>::name.view() == A::query_dim::name.view() &&
-                    at_t<Root, Root::size - 1>::name.view() == A::key_dim::name.view()) {
-        // slope * (j - (i + offset)): the kernel computes it (affine form)
-        inner([&] {
-          const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
-          const auto& parts = b.operands();
-          decltype(auto) slope = materialize(std::get<1 - A::distance_operand>(parts));
-          const auto s = strides_along<dims_of_t<typename A::slope>>(slope, labels.all);
-          args.bias.slope = slope.data();
-          for (std::size_t i = 0; i < labels.batch_rank; ++i) args.bias.slope_batch[i] = s[i];
-          args.bias.offset = std::get<A::distance_operand>(parts).offset();
-          args.bias.at = args.n_stages;
-          f();
-        });
-        return;
-      }
+    if constexpr (affine_over_root<B, T, Root>) {
+      // slope * (j - (i + offset)): the kernel computes it (affine form)
+      using A = plan::fusion::affine_bias<B, T>;
+      inner([&] {
+        const auto& parts = std::get<1 - inner_operand<C::k>>(e.operands()).operands();
+        decltype(auto) slope = materialize(std::get<1 - A::distance_operand>(parts));
+        const auto s = strides_along<dims_of_t<typename A::slope>>(slope, labels.all);
+        args.bias.slope = slope.data();
+        for (std::size_t i = 0; i < labels.batch_rank; ++i) args.bias.slope_batch[i] = s[i];
+        args.bias.offset = std::get<A::distance_operand>(parts).offset();
+        args.bias.at = args.n_stages;
+        f();
+      });
+    } else {
+      inner([&] {
+        const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
+        using Ev = decltype(b.template evaluator<Root>());
+        bias_rows<T, Ev, Root::size> rows{b.template evaluator<Root>()};
+        const auto s_ext = base_of(e).extents();
+        using S = dims_of_t<decltype(base_of(e))>;
+        for (std::size_t i = 0; i < labels.batch_rank; ++i) rows.batch_extents[i] = s_ext[find_name(S::names, labels.all[i])];
+        args.bias.add = &bias_rows<T, Ev, Root::size>::add;
+        args.bias.ctx = &rows;
+        args.bias.at = args.n_stages;
+        f();
+      });
     }
-    inner([&] {
-      const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
-      using Ev = decltype(b.template evaluator<Root>());
-      bias_rows<T, Ev, Root::size> rows{b.template evaluator<Root>()};
-      const auto s_ext = base_of(e).extents();
-      using S = dims_of_t<decltype(base_of(e))>;
-      for (std::size_t i = 0; i < labels.batch_rank; ++i) rows.batch_extents[i] = s_ext[find_name(S::names, labels.all[i])];
-      args.bias.add = &bias_rows<T, Ev, Root::size>::add;
-      args.bias.ctx = &rows;
-      args.bias.at = args.n_stages;
-      f();
-    });
   }
 }
 
