@@ -268,6 +268,13 @@ TEMPLATE_TEST_CASE("fused variants: an ALiBi bias (slope times distance) before 
         },
         f);
   }
+  SECTION("the generic fallback: a stored (heads, q_posn, k_posn) bias, copied a row at a time") {
+    const tensor<T, kv_heads, q_posn, k_posn> full = outer(slopes, distance);
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) { return causal_mask<q_posn, k_posn>(scores_of(q, k) * s + full, T(-inf)); },
+        f);
+  }
   // slope * relative_positions is recognised as affine (computed by the
   // kernel from the slope, the row and an iota), in either order
   STATIC_REQUIRE(plan::fusion::affine_bias<decltype(outer(slopes, distance)), T>::ok);

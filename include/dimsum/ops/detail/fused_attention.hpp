@@ -6,6 +6,7 @@
 /// into `kernels::attention_args`, and calls the kernel. Which expressions
 /// qualify is the pattern's business, not this file's.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string_view>
@@ -67,6 +68,13 @@ struct bias_rows {
     idx[R - 2] = i;
     idx[R - 1] = j0;
     ev.seek(idx);
+    if constexpr (std::is_same_v<Ev, leaf_evaluator<T, R>>) {
+      // a stored bias (a learned per-position table): copied, or filled
+      // when it does not vary along the keys, as whole vectors
+      const std::ptrdiff_t s = ev.strides[R - 1];
+      if (s == 1) return void(std::copy_n(ev.base + j0, n, out));
+      if (s == 0) return void(std::fill_n(out, n, *ev.base));
+    }
     for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<T>(ev[j0 + x]);
   }
 };
