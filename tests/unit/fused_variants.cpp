@@ -459,8 +459,8 @@ TEMPLATE_TEST_CASE("fused variants: incremental decoding, new queries against a 
 
 namespace {
 /// The generic form of the affine bias below, as a row callback: slope of
-/// head bi % heads times (j - (i + offset)), the product the kernel's
-/// affine form computes.
+/// head bi % heads times (j - (i + offset)). The slopes are powers of two,
+/// so the kernel's fma form computes the same values exactly.
 template <class T>
 struct slope_rows {
   const T* slopes;

@@ -146,8 +146,8 @@ struct attention_args {
   /// that vectorise compute it themselves).
   void bias_row(std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) const {
     if (bias.slope == nullptr) return bias.add(bias.ctx, bi, i, j0, n, out);
-    const T slope = bias_slope(bi), base = bias_distance(i, j0);
-    for (std::size_t x = 0; x < n; ++x) out[x] = slope * (static_cast<T>(x) + base);
+    const T slope = bias_slope(bi), sbase = slope * bias_distance(i, j0);
+    for (std::size_t x = 0; x < n; ++x) out[x] = std::fma(slope, static_cast<T>(x), sbase);  // as prepare_row
   }
 };
 
@@ -378,8 +378,10 @@ struct attention_kernel {
       a.bias.add(a.bias.ctx, bi, i, j0, n, bias);
       for (std::size_t j = n; j < n_vec; ++j) bias[j] = T(0);
     }
-    // affine: the bias at tile column j is slope * (j + base)
-    const T slope = affine ? a.bias_slope(bi) : T(0), base = affine ? a.bias_distance(i, j0) : T(0);
+    // affine: the bias at tile column j is slope * j + slope * base, one
+    // fma (equal to slope * (j + base) when the slope is a power of two, as
+    // ALiBi's are for a power-of-two head count; within an ulp otherwise)
+    const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
       if (st.op == score_op::causal) {
@@ -398,13 +400,12 @@ struct attention_kernel {
       alignas(64) T lane[W];
       for (std::size_t x = 0; x < W; ++x) lane[x] = T(x);
       const auto iota = ops::load(lane), vn = ops::broadcast(T(n)), vninf = ops::broadcast(ninf);
-      const auto vslope = ops::broadcast(slope), vbase = ops::broadcast(base);
+      const auto vslope = ops::broadcast(slope), vsbase = ops::broadcast(sbase);
       auto vm = vninf;
       for (std::size_t j = 0; j < n_vec; j += W) {
         auto x = ops::loadu(row + j);
         const auto col = iota + ops::broadcast(T(j));
-        // the same product as the unfused slope * distance: bit-identical
-        auto bias_at_j = [&] { return affine ? vslope * (col + vbase) : ops::loadu(bias + j); };
+        auto bias_at_j = [&] { return affine ? ops::fma(vslope, col, vsbase) : ops::loadu(bias + j); };
         for (std::size_t s = 0; s < a.n_stages; ++s) {
           if (s == bias_at) x = x + bias_at_j();
           const auto v = ops::broadcast(a.stages[s].value);
@@ -435,7 +436,7 @@ struct attention_kernel {
     } else {
       (void)shared;  // one lane: the masks are read per element anyway
       T mx = ninf;
-      auto bias_at_j = [&](std::size_t j) { return affine ? slope * (T(j) + base) : bias[j]; };
+      auto bias_at_j = [&](std::size_t j) { return affine ? simd_ops<T, scalar_arch>::fma(slope, T(j), sbase) : bias[j]; };
       for (std::size_t j = 0; j < n; ++j) {
         T x = row[j];
         for (std::size_t s = 0; s < a.n_stages; ++s) {
