@@ -7,8 +7,9 @@
 ///
 /// where f applies the score stages in order (multiply or divide by a
 /// scalar, causal or sliding-window mask, boolean mask) and adds an
-/// optional bias (`score_bias`, evaluated lazily per row: ALiBi, relative
-/// positions) at its place among them. The scores are never materialised:
+/// optional bias (`score_bias`, never materialised: ALiBi's slope times
+/// distance computed a vector at a time, any other bias by a row callback)
+/// at its place among them. The scores are never materialised:
 /// each thread keeps one BR x BC score tile, the running row maxima and sums
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
