@@ -12,6 +12,7 @@
 #include <dimsum/dimsum.hpp>
 #include <dimsum/ops/alibi.hpp>
 #include <dimsum/ops/window_mask.hpp>
+#include <dimsum/kernels/attention_backward.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -542,7 +543,13 @@ TEMPLATE_TEST_CASE("fused variants: the kernel's affine bias on every arch path 
         x.bias.slope_batch = {0, 1};
         x.bias.offset = offset;
         x.out = affine.data();
+        std::vector<T> lse(nb * heads * nq), stats(lse.size());
+        x.lse = lse.data();  // the forward's row statistics
         kernels::attention_on<Arch>(x);
+        x.lse = nullptr;
+        kernels::attention_row_stats(x, stats.data());  // the backward's score loops, one key at a time
+        for (std::size_t r = 0; r < lse.size(); ++r)
+          CHECK(std::abs(double(lse[r]) - double(stats[r])) <= tol * (1 + std::abs(double(stats[r]))));
         kernels::attention_args<T> y = a;
         y.bias.add = &slope_rows<T>::add;
         y.bias.ctx = &rows;
