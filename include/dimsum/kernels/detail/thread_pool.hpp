@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -86,22 +87,43 @@ class thread_pool {
     state_.notify_all();
 
     in_pool_job() = true;
+    const auto started = clock::now();
     work(j);
     in_pool_job() = false;
 
     // Close the job to latecomers, then wait for the items others started.
     std::uint32_t now = state_.fetch_and(~open_bit, std::memory_order_acq_rel) & ~open_bit;
-    for (int spins = 0; (now & joined_mask) != 0; now = state_.load(std::memory_order_acquire)) {
-      if (spins < spin_limit) {
-        ++spins;
-        cpu_relax();
-      } else {
-        state_.wait(now, std::memory_order_acquire);
+    if ((now & joined_mask) != 0) {
+      const auto own_done = clock::now();
+      for (int spins = 0; (now & joined_mask) != 0; now = state_.load(std::memory_order_acquire)) {
+        if (spins < spin_limit) {
+          ++spins;
+          cpu_relax();
+        } else {
+          state_.wait(now, std::memory_order_acquire);
+        }
       }
+      // Waiting far longer for a started item than this thread's own share
+      // took: the OS took the core from a worker mid-item (another process
+      // wants it). Remember when, for `recently_stalled`.
+      const auto waited = clock::now() - own_done;
+      if (waited > stall_slack + 4 * (own_done - started))
+        last_stall_.store(clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     }
     job_.store(nullptr, std::memory_order_relaxed);
     if (j.error) std::rethrow_exception(j.error);
   }
+
+  /// Whether a job in the last `stall_memory` had to wait for a worker
+  /// that the OS had descheduled mid-item (see `run`): the cores are shared
+  /// with other work, and a small job is better run on the caller alone.
+  bool recently_stalled() const noexcept {
+    const auto last = last_stall_.load(std::memory_order_relaxed);
+    return last != never && clock::now().time_since_epoch().count() - last < stall_memory_ticks;
+  }
+
+  /// Forgets past stalls (tests start from a known state).
+  void forget_stalls() noexcept { last_stall_.store(never, std::memory_order_relaxed); }
 
   /// Workers started so far (they stay until the program ends).
   std::size_t workers() const {
@@ -128,6 +150,16 @@ class thread_pool {
   // About 10-40 us of pause instructions: long enough to catch the next
   // kernel of a forward pass, short enough not to steal a busy core for long.
   static constexpr int spin_limit = 1 << 11;
+
+  using clock = std::chrono::steady_clock;
+  // A wait counts as a stall past this plus 4x the caller's own share; the
+  // OS's time slices are milliseconds, a normal wait microseconds.
+  static constexpr clock::duration stall_slack = std::chrono::microseconds(50);
+  // How long a stall keeps small jobs on one thread; the first small job
+  // after it probes the workers again.
+  static constexpr auto stall_memory_ticks =
+      std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(50)).count();
+  static constexpr clock::rep never = std::numeric_limits<clock::rep>::min();
 
   thread_pool() = default;
 
@@ -188,6 +220,7 @@ class thread_pool {
   std::atomic<std::uint32_t> state_{0};
   std::atomic<job*> job_{nullptr};
   std::atomic<bool> stopping_{false};
+  std::atomic<clock::rep> last_stall_{never};
 };
 
 }  // namespace dimsum::kernels::detail
