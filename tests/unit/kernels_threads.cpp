@@ -177,3 +177,24 @@ TEST_CASE("kernels/threads: after a worker stalls mid-item, small calls stay on 
   CHECK(dk::threads_for_flops(dk::detail::parallel_min_flops) == 2);
   dimsum::set_num_threads(0);
 }
+
+TEST_CASE("kernels/threads: stalls that keep coming widen the stall window, up to 1.6 s", "[kernels][threads]") {
+  using namespace std::chrono;
+  auto& pool = dk::detail::thread_pool::instance();
+  const auto ms = [](int n) { return duration_cast<steady_clock::duration>(milliseconds(n)).count(); };
+  pool.forget_stalls();
+  const auto t0 = steady_clock::now().time_since_epoch().count() - ms(10000);  // long past: not "recent"
+  pool.note_stall(t0);
+  CHECK(pool.stall_window() == ms(50));
+  pool.note_stall(t0 + ms(60));  // within twice the window after the last one: the machine stays busy
+  CHECK(pool.stall_window() == ms(100));
+  pool.note_stall(t0 + ms(60 + 150));
+  CHECK(pool.stall_window() == ms(200));
+  for (int i = 1; i <= 10; ++i) pool.note_stall(t0 + ms(210 + 10 * i));
+  CHECK(pool.stall_window() == ms(1600));
+  pool.note_stall(t0 + ms(210 + 100 + 3200));  // twice the window after the last: a fresh start
+  CHECK(pool.stall_window() == ms(50));
+  CHECK_FALSE(pool.recently_stalled());  // all of it 6 s ago
+  pool.forget_stalls();
+  CHECK(pool.stall_window() == ms(50));
+}
