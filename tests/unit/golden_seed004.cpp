@@ -5,6 +5,7 @@
 #include "golden.hpp"
 
 #include <dimsum/nn/nn.hpp>
+#include <dimsum/io/npy_dir.hpp>
 #include <dimsum/nn/seeds/seeds.hpp>
 
 using dimsum::tensor;
@@ -76,9 +77,7 @@ void check_trace(const Module& m, const std::string& dir) {
 
 TEST_CASE("golden seed 004: SelfAttention_v1 with the manual_seed(123) weights", "[golden][seed004]") {
   nn::seeds::self_attention_v1<float, d_in, d_out> sa(d_in{3}, d_out{2});
-  sa.W_query = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_query.npy");
-  sa.W_key = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_key.npy");
-  sa.W_value = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_value.npy");
+  dimsum::load_npy_dir(golden::fixture("seed004/sa_v1"), sa, dimsum::non_strict);  // W_query.npy, ... by member name
   check_trace(sa, "seed004/sa_v1");
   // The seed's printed output, first and last rows.
   auto inputs = golden::load<tensor<float, token, d_in>>("seed004/inputs.npy");

@@ -53,18 +53,20 @@ tensor<T, Token, DOut> self_attend(self_attention_trace<T, Token, DOut>& t) {
 /// SelfAttention_v1: x @ W for each of query, key and value.
 template <class T, dimension DIn, dimension DOut>
 struct self_attention_v1 {
-  /// The (DIn, DOut) weight matrices (`torch.rand` in the seed).
-  tensor<T, DIn, DOut> W_query, W_key, W_value;
+  /// The (DIn, DOut) weight matrices (`nn.Parameter(torch.rand(d_in, d_out))`
+  /// in the seed), reflected members: `load_npy_dir` reads W_query.npy, ...
+  BOOST_HANA_DEFINE_STRUCT(self_attention_v1, (parameter<T, DIn, DOut>, W_query), (parameter<T, DIn, DOut>, W_key),
+                           (parameter<T, DIn, DOut>, W_value));
 
   self_attention_v1(DIn d_in, DOut d_out) : W_query(d_in, d_out), W_key(d_in, d_out), W_value(d_in, d_out) {}
 
   /// torch.rand-like U[0, 1) weights from a seeded generator.
   void reset_parameters(std::uint64_t seed) {
-    const DIn i{W_query.template extent<DIn>()};
-    const DOut o{W_query.template extent<DOut>()};
-    W_query = tensor<T, DIn, DOut>::random_uniform(seed, i, o);
-    W_key = tensor<T, DIn, DOut>::random_uniform(seed + 1, i, o);
-    W_value = tensor<T, DIn, DOut>::random_uniform(seed + 2, i, o);
+    const DIn i{W_query.value.template extent<DIn>()};
+    const DOut o{W_query.value.template extent<DOut>()};
+    W_query.value = tensor<T, DIn, DOut>::random_uniform(seed, i, o);
+    W_key.value = tensor<T, DIn, DOut>::random_uniform(seed + 1, i, o);
+    W_value.value = tensor<T, DIn, DOut>::random_uniform(seed + 2, i, o);
   }
 
   /// x: any named expression with two dims, DIn and the tokens (Token, the
@@ -75,9 +77,9 @@ struct self_attention_v1 {
   tensor<T, Token, DOut> operator()(const X& x, self_attention_trace<T, Token, DOut>* tr = nullptr) const {
     self_attention_trace<T, Token, DOut> local;
     auto& t = tr ? *tr : local;
-    t.keys = einsum<Token, DOut>(x, W_key);  // x @ W_key
-    t.queries = einsum<Token, DOut>(x, W_query);
-    t.values = einsum<Token, DOut>(x, W_value);
+    t.keys = einsum<Token, DOut>(x, W_key.value);  // x @ W_key
+    t.queries = einsum<Token, DOut>(x, W_query.value);
+    t.values = einsum<Token, DOut>(x, W_value.value);
     return detail::self_attend(t);
   }
 };
