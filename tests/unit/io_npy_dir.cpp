@@ -4,7 +4,8 @@
 // specification (not by dimsum's writer), with numbers chosen by hand.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
+#include "scoped_dir.hpp"
+
 
 #include <cstdint>
 #include <cstring>
@@ -69,19 +70,8 @@ void write_f4(const std::filesystem::path& p, const std::string& shape, const st
 }
 
 // A fresh directory per test case and process, removed afterwards.
-struct scoped_dir {
-  explicit scoped_dir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("dimsum_io_npy_dir_" + std::to_string(::getpid()) + "_" + name)) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~scoped_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::filesystem::path operator/(const std::string& s) const { return path / s; }
-  std::string str() const { return path.string(); }
-  std::filesystem::path path;
+struct scoped_dir : test::scoped_dir {
+  explicit scoped_dir(const std::string& name) : test::scoped_dir("io_npy_dir_" + name) {}
 };
 
 // The affine module's files, and files it does not need beside them.
