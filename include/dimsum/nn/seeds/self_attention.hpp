@@ -4,13 +4,16 @@
 /// (weight matrices (d_in, d_out) from torch.rand) and SelfAttention_v2
 /// (nn.Linear layers, optional qkv bias): x (Token, DIn) -> context (Token,
 /// DOut), scores scaled by 1/sqrt(extent of DOut), softmax over the key
-/// tokens. See examples/seed004_self_attention.cpp.
+/// tokens. `self_attention_v2` called on a `grad::var` records on its tape
+/// (tests/unit/nn_tape.cpp). See examples/seed004_self_attention.cpp.
 
 #include <cmath>
 #include <cstdint>
 
 #include <boost/hana/define_struct.hpp>
 
+#include <dimsum/grad/rules/rename.hpp>
+#include <dimsum/grad/rules/softmax.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/tensor/concepts.hpp>
@@ -40,13 +43,19 @@ inline constexpr bool is_token_input_v = dims_of_t<X>::size == 2 && contains_v<d
 }  // namespace detail
 
 namespace detail {
+// What both versions do after their projections, on tensors (scores and
+// weights: the trace's) or on vars of one tape (scores and weights: vars).
+template <class T, dimension Token, dimension DOut, class Q, class K, class V, class S>
+auto self_attend(const Q& queries, const K& keys, const V& values, S& attn_scores, S& attn_weights) {
+  using KT = key_position<Token>;
+  const T d_k = static_cast<T>(std::sqrt(double(keys.template extent<DOut>())));
+  attn_scores = einsum<Token, KT>(queries, rename<Token, KT>(keys));  // queries @ keys.T
+  attn_weights = softmax<KT>(attn_scores / d_k);
+  return einsum<Token, DOut>(attn_weights, rename<Token, KT>(values));  // attn_weights @ values
+}
 template <class T, dimension Token, dimension DOut>
 tensor<T, Token, DOut> self_attend(self_attention_trace<T, Token, DOut>& t) {
-  using KT = key_position<Token>;
-  const T d_k = static_cast<T>(std::sqrt(double(t.keys.template extent<DOut>())));
-  t.attn_scores = einsum<Token, KT>(t.queries, rename<Token, KT>(t.keys));  // queries @ keys.T
-  t.attn_weights = softmax<KT>(t.attn_scores / d_k);
-  return einsum<Token, DOut>(t.attn_weights, rename<Token, KT>(t.values));  // attn_weights @ values
+  return self_attend<T, Token, DOut>(t.queries, t.keys, t.values, t.attn_scores, t.attn_weights);
 }
 }  // namespace detail
 
@@ -114,6 +123,19 @@ struct self_attention_v2 {
     t.queries = W_query(x);
     t.values = W_value(x);
     return detail::self_attend(t);
+  }
+
+  /// The same on a var x, recorded on x's tape with every layer's weight
+  /// (and bias) watched: backward accumulates their gradients (the seed's
+  /// `sa_v2(inputs)` in a training loop). Returns a var (Token, DOut).
+  template <grad::detail::var_like X, dimension Token = detail::token_dim_t<X, DIn>>
+    requires(detail::is_token_input_v<X, DIn>)
+  auto operator()(X&& x) {
+    auto keys = W_key(x);
+    auto queries = W_query(x);
+    auto values = W_value(x);
+    grad::var<T, Token, key_position<Token>> attn_scores, attn_weights;
+    return detail::self_attend<T, Token, DOut>(queries, keys, values, attn_scores, attn_weights);
   }
 };
 
