@@ -126,6 +126,34 @@ TEST_CASE("grad layer_norm: the row kernel on long rows, and the general path ov
   diff = 0;
   for (std::size_t i = 0; i < g2.size(); ++i) diff = std::max(diff, std::abs(g2.data()[i] - dimsum::gradient(x1).data()[i]));
   CHECK(diff <= 1e-12);
+  // A weight whose extent differs from the input's: shape_error, not a read past its end.
+  auto w_short = random_parameter<parameter<double, c>>(67, 1.0, c{20});
+  grad::tape t3;
+  CHECK_THROWS_AS(dimsum::layer_norm<c>(t3.watch(x), t3.watch(w_short), t3.watch(bias)), dimsum::shape_error);
+}
+
+TEST_CASE("grad element-wise: a bias on the row kernel, a dim static on one side, extents checked", "[grad][elementwise]") {
+  using c4 = dimsum::dim<dimsum::fixed_string<2>{"c"}, 4>;  // the dim c, static on this side
+  auto x = random_parameter<parameter<double, a, b, c>>(68, 1.0, a{2}, b{3}, c{4});
+  auto bias = random_parameter<parameter<double, b, c>>(69, 1.0, b{3}, c{4});
+  check([](grad::tape&, auto x, auto bias) { return loss_of(x + bias); }, x, bias);
+  check([](grad::tape&, auto x, auto bias) { return loss_of(x * bias); }, x, bias);
+  check([](grad::tape&, auto x, auto bias) { return loss_of(bias - x); }, x, bias);
+  // x (c dynamic) times a tensor with c static: the result has the static
+  // dim, as on tensors, and the values and gradient are x * t and t.
+  tensor<double, a, b, c4> t(a{2}, b{3});
+  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = 0.5 + 0.25 * double(i);
+  grad::tape tp;
+  auto xv = tp.watch(x.value);
+  auto y = xv * t;
+  static_assert(std::is_same_v<typename decltype(y)::dims, dimsum::dim_list<a, b, c4>>);
+  for (std::size_t i = 0; i < t.size(); ++i) CHECK(y.value().data()[i] == x.value.data()[i] * t.data()[i]);
+  tp.backward(dimsum::sum<a, b, c4>(y));
+  for (std::size_t i = 0; i < t.size(); ++i) CHECK(dimsum::gradient(xv).data()[i] == t.data()[i]);
+  // A bias whose extent differs: shape_error from the element-wise check.
+  auto short_bias = random_parameter<parameter<double, b, c>>(70, 1.0, b{3}, c{3});
+  grad::tape t2;
+  CHECK_THROWS_AS(t2.watch(x) + t2.watch(short_bias), dimsum::shape_error);
 }
 
 TEST_CASE("grad select, slice, stack, concat", "[grad][slice]") {

@@ -110,6 +110,16 @@ struct node_base {
   bool keep_grad = false;  // a watched tensor: `gradient(v)` reads it after backward
 };
 
+/// Whether the dim lists A and B have the same names in the same order
+/// (their static extents may differ: one dim may be static, the other dynamic).
+template <class A, class B>
+constexpr bool same_names_in_order() {
+  if (A::size != B::size) return false;
+  for (std::size_t i = 0; i < A::size; ++i)
+    if (A::names[i] != B::names[i]) return false;
+  return true;
+}
+
 /// A tensor of the given extents whose elements are not initialised (for
 /// a buffer that is written in full before it is read).
 template <class Tensor>
@@ -158,7 +168,7 @@ struct var_node final : node_base {
       // grad + t broadcast, added in grad's own buffer (each element is
       // read and written at the same place, so in place is safe).
       auto sum = grad + t;
-      static_assert(std::is_same_v<dims_of_t<decltype(sum)>, dim_list<Ds...>>);
+      static_assert(same_names_in_order<dims_of_t<decltype(sum)>, dim_list<Ds...>>());
       sum.eval_to(strided<T, sizeof...(Ds)>{grad.data(), grad.extents(), grad.strides()});
     }
   }

@@ -78,7 +78,7 @@ inline constexpr bool has_all_dims_of = [] {
 template <class G, class V>
 G&& times_in_place(G& g, const V& v) {
   auto product = g * v;
-  static_assert(std::is_same_v<dims_of_t<decltype(product)>, dims_of_t<G>>);
+  static_assert(same_names_in_order<dims_of_t<decltype(product)>, dims_of_t<G>>());
   product.eval_to(strided<value_type_of_t<G>, G::rank>{g.data(), g.extents(), g.strides()});
   return std::move(g);
 }
@@ -109,22 +109,28 @@ constexpr bool is_dims_suffix() {
 template <class Op, class A, class B>
 auto binary_value(const A& a, const B& b) {
   if constexpr (is_tensor_v<A> && is_tensor_v<B>) {
-    if constexpr (std::is_same_v<value_type_of_t<A>, value_type_of_t<B>> && is_dims_suffix<dims_of_t<B>, dims_of_t<A>>()) {
-      constexpr std::size_t off = A::rank - B::rank;
-      bool agree = true;
-      for (std::size_t i = 0; i < B::rank; ++i) agree = agree && b.extents()[i] == a.extents()[off + i];
-      if (agree) {
-        auto out = uninitialized_tensor<A>(a.extents());
-        const std::size_t n = b.size();
-        kernels::broadcast_rows<false>(Op{}, a.data(), b.data(), out.data(), n == 0 ? 0 : a.size() / n, n);
-        return out;
-      }
-    }
     using E = decltype(dimsum::detail::binary<Op>(a, b));
-    if constexpr (is_invalid_v<E>)
+    if constexpr (is_invalid_v<E>) {
       return dimsum::detail::binary<Op>(a, b);  // the error is reported there
-    else
-      return tensor_for_t<value_type_of_t<E>, dims_of_t<E>>(dimsum::detail::binary<Op>(a, b));
+    } else {
+      using R = tensor_for_t<value_type_of_t<E>, dims_of_t<E>>;  // a dim static on one side is static here
+      if constexpr (std::is_same_v<value_type_of_t<A>, value_type_of_t<B>> &&
+                    std::is_same_v<value_type_of_t<A>, value_type_of_t<E>> &&
+                    is_dims_suffix<dims_of_t<B>, dims_of_t<A>>() && same_names_in_order<dims_of_t<E>, dims_of_t<A>>()) {
+        constexpr std::size_t off = A::rank - B::rank;
+        bool agree = true;
+        for (std::size_t i = 0; i < B::rank; ++i) agree = agree && b.extents()[i] == a.extents()[off + i];
+        for (std::size_t i = 0; i < A::rank; ++i)
+          agree = agree && (R::dims::static_extents[i] == dynamic || R::dims::static_extents[i] == a.extents()[i]);
+        if (agree) {
+          auto out = uninitialized_tensor<R>(a.extents());
+          const std::size_t n = b.size();
+          kernels::broadcast_rows<false>(Op{}, a.data(), b.data(), out.data(), n == 0 ? 0 : a.size() / n, n);
+          return out;
+        }
+      }
+      return R(dimsum::detail::binary<Op>(a, b));  // checks extents and throws shape_error
+    }
   } else {
     return dimsum::detail::binary<Op>(a, b);
   }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <utility>
 
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -46,6 +47,10 @@ template <dimension D, class X, class W, class B>
 auto layer_norm_rows_var(const X& x, const W& w, const B& b, double eps) {
   using T = typename X::value_type;
   const std::size_t n = x.value().template extent<D>();
+  for (std::size_t e : {w.value().size(), b.value().size()})
+    if (e != n)
+      throw shape_error("layer_norm: dim '" + std::string(D::name.view()) + "' has extent " + std::to_string(n) +
+                        " in the input but " + std::to_string(e) + " in the weight or bias");
   const std::size_t rows = n == 0 ? 0 : x.value().size() / n;
   auto y = uninitialized_tensor<typename X::tensor_type>(x.value().extents());
   std::vector<T> mean(rows), rstd(rows);
