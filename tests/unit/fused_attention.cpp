@@ -122,10 +122,11 @@ double causal(double x, std::size_t i, std::size_t j, double fill) { return j > 
 
 /// Runs kernels::attention_on on every arch path, 1 and 2 threads, over `in`
 /// (h = 1; V laid out (b, k, h, c), out as (b, q, c) with padded rows),
-/// scores divided by 3 then causally masked with -inf, and checks the
-/// result against the loops and that the row padding is untouched.
+/// scores divided by 3 then causally masked with -inf (query i at position
+/// i + offset), and checks the result against the loops and that the row
+/// padding is untouched.
 template <class T>
-void check_causal_kernel_on_every_arch(const inputs<T>& in) {
+void check_causal_kernel_on_every_arch(const inputs<T>& in, std::size_t offset = 0) {
   const sizes sz = in.s;
   REQUIRE(sz.h == 1);
   kernels::attention_args<T> a;
@@ -156,7 +157,9 @@ void check_causal_kernel_on_every_arch(const inputs<T>& in) {
   a.stages[0].value = T(3);
   a.stages[1].op = kernels::score_op::causal;
   a.stages[1].value = -std::numeric_limits<T>::infinity();
-  const auto ref = in.ref([](double x, auto, auto, auto i, auto j) { return causal(x / 3, i, j, -INFINITY); });
+  a.stages[1].offset = offset;
+  const auto ref =
+      in.ref([&](double x, auto, auto, auto i, auto j) { return causal(x / 3, i + offset, j, -INFINITY); });
   test::for_each_arch([&](auto arch) {
     using Arch = decltype(arch);
     for (int threads : {1, 2}) {
@@ -491,6 +494,19 @@ TEMPLATE_TEST_CASE("kernels/attention: every arch path matches the loops", "[fus
   using T = TestType;
   const inputs<T> in({2, 1, 77, 203, 9, 11});
   check_causal_kernel_on_every_arch(in);
+}
+
+TEMPLATE_TEST_CASE("kernels/attention: the few-rows (decode) path on every arch, d and dv past a vector with a tail",
+                   "[fused][kernels][decode]", float, double) {
+  // 1 to 4 query rows run row by row (dot products over d, then O += p V[j]):
+  // d = 21 and dv = 19 are a whole vector plus a tail at every width (2 to
+  // 16 lanes), which d_head = 16 elsewhere never reaches. The queries are
+  // the last positions (offset), so they see up to all 203 keys.
+  using T = TestType;
+  for (std::size_t nq : {std::size_t(1), std::size_t(4)}) {
+    INFO(nq << " query rows");
+    check_causal_kernel_on_every_arch(inputs<T>({2, 1, nq, 203, 21, 19}), 203 - nq);
+  }
 }
 
 TEMPLATE_TEST_CASE("kernels/attention: Q, V and out with a non-unit inner stride, and a boolean mask, on every arch",

@@ -219,6 +219,10 @@ class var : public var_tag {
   using node_type = detail::var_node<T, Ds...>;
 
   var() : node_(std::make_shared<node_type>()) {}
+  /// Takes the result of an operation that already reported a compile-time
+  /// error, so `var<float, b, d> y = <mistake>;` gives that one error, not a
+  /// second one about the conversion (as tensor's assignment does).
+  var(invalid_expression) : var() {}
   var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)), tape_(t) {}
 
   /// The materialised value.
