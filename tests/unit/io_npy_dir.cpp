@@ -167,6 +167,9 @@ TEST_CASE("io_npy_dir: a name map reads files saved under other names and says w
   const auto one_file = [](const std::string&) { return std::string("same"); };
   CHECK_THROWS_WITH(dimsum::load_npy_dir(d.str(), n, dimsum::non_strict, one_file),
                     Catch::Contains("gives parameters 'lin.weight' and 'lin.bias' one file 'same.npy'"));
+  const auto into_a_path = [](const std::string& name) { return "sub/" + name; };
+  CHECK_THROWS_WITH(dimsum::load_npy_dir(d.str(), n, dimsum::non_strict, into_a_path),
+                    Catch::Contains("gives 'sub/lin.weight' for parameter 'lin.weight'; a file name must be non-empty"));
   const scoped_dir e("map_save");
   CHECK_THROWS_AS(dimsum::save_npy_dir((e / "ckpt").string(), n, one_file), dimsum::state_dict_error);
   CHECK(!std::filesystem::exists(e / "ckpt"));
