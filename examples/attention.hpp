@@ -7,7 +7,11 @@
 #include <limits>
 #include <string>
 
+#include <boost/hana/define_struct.hpp>
+
 #include <dimsum/dimsum.hpp>
+#include <dimsum/grad/parameter.hpp>
+#include <dimsum/io/npy_dir.hpp>
 
 namespace seed000 {
 
@@ -20,40 +24,35 @@ using dimsum::einsum;
 using dimsum::tensor;
 
 /// HiddenAttention's parameters for model width DModel, NHeads heads of
-/// width DHead (each a dim, static or dynamic).
+/// width DHead (each a dim, static or dynamic): `nn.Parameter`s, reflected
+/// members, so `dimsum::load_npy_dir(dir, w, dimsum::non_strict)` reads
+/// the ones PyTorch saved (W_Q.npy ... b_O.npy) from a directory that holds
+/// the seed's other tensors too, by member name.
 template <class DModel, class NHeads, class DHead>
 struct attention_weights {
-  tensor<float, NHeads, DModel, DHead> W_Q, W_K, W_V;
-  tensor<float, NHeads, DHead, DModel> W_O;
-  tensor<float, NHeads, DHead> b_Q, b_K, b_V;
-  tensor<float, DModel> b_O;
+  BOOST_HANA_DEFINE_STRUCT(attention_weights, (dimsum::parameter<float, NHeads, DModel, DHead>, W_Q),
+                           (dimsum::parameter<float, NHeads, DModel, DHead>, W_K),
+                           (dimsum::parameter<float, NHeads, DModel, DHead>, W_V),
+                           (dimsum::parameter<float, NHeads, DHead, DModel>, W_O),
+                           (dimsum::parameter<float, NHeads, DHead>, b_Q), (dimsum::parameter<float, NHeads, DHead>, b_K),
+                           (dimsum::parameter<float, NHeads, DHead>, b_V), (dimsum::parameter<float, DModel>, b_O));
 
-  /// The weights saved from PyTorch as W_Q.npy ... b_O.npy in `dir`.
-  static attention_weights load(const std::string& dir) {
-    attention_weights w;
-    w.W_Q = dimsum::load_npy<tensor<float, NHeads, DModel, DHead>>(dir + "/W_Q.npy");
-    w.W_K = dimsum::load_npy<tensor<float, NHeads, DModel, DHead>>(dir + "/W_K.npy");
-    w.W_V = dimsum::load_npy<tensor<float, NHeads, DModel, DHead>>(dir + "/W_V.npy");
-    w.W_O = dimsum::load_npy<tensor<float, NHeads, DHead, DModel>>(dir + "/W_O.npy");
-    w.b_Q = dimsum::load_npy<tensor<float, NHeads, DHead>>(dir + "/b_Q.npy");
-    w.b_K = dimsum::load_npy<tensor<float, NHeads, DHead>>(dir + "/b_K.npy");
-    w.b_V = dimsum::load_npy<tensor<float, NHeads, DHead>>(dir + "/b_V.npy");
-    w.b_O = dimsum::load_npy<tensor<float, DModel>>(dir + "/b_O.npy");
-    return w;
-  }
+  /// Zeros of the given extents (a static dim's by default).
+  explicit attention_weights(DModel m = {}, NHeads h = {}, DHead d = {})
+      : W_Q(h, m, d), W_K(h, m, d), W_V(h, m, d), W_O(h, d, m), b_Q(h, d), b_K(h, d), b_V(h, d), b_O(m) {}
 
   /// Random normal weights scaled by 1/sqrt(fan-in), random biases.
   static attention_weights random(std::uint64_t seed, DModel m = {}, NHeads h = {}, DHead d = {}) {
-    attention_weights w;
+    attention_weights w(m, h, d);
     const float sm = 1.0f / std::sqrt(float(m.value)), sd = 1.0f / std::sqrt(float(d.value));
-    w.W_Q = tensor<float, NHeads, DModel, DHead>::random_normal(seed + 1, h, m, d) * sm;
-    w.W_K = tensor<float, NHeads, DModel, DHead>::random_normal(seed + 2, h, m, d) * sm;
-    w.W_V = tensor<float, NHeads, DModel, DHead>::random_normal(seed + 3, h, m, d) * sm;
-    w.W_O = tensor<float, NHeads, DHead, DModel>::random_normal(seed + 4, h, d, m) * sd;
-    w.b_Q = tensor<float, NHeads, DHead>::random_normal(seed + 5, h, d) * 0.5f;
-    w.b_K = tensor<float, NHeads, DHead>::random_normal(seed + 6, h, d) * 0.5f;
-    w.b_V = tensor<float, NHeads, DHead>::random_normal(seed + 7, h, d) * 0.5f;
-    w.b_O = tensor<float, DModel>::random_normal(seed + 8, m) * 0.5f;
+    w.W_Q.value = tensor<float, NHeads, DModel, DHead>::random_normal(seed + 1, h, m, d) * sm;
+    w.W_K.value = tensor<float, NHeads, DModel, DHead>::random_normal(seed + 2, h, m, d) * sm;
+    w.W_V.value = tensor<float, NHeads, DModel, DHead>::random_normal(seed + 3, h, m, d) * sm;
+    w.W_O.value = tensor<float, NHeads, DHead, DModel>::random_normal(seed + 4, h, d, m) * sd;
+    w.b_Q.value = tensor<float, NHeads, DHead>::random_normal(seed + 5, h, d) * 0.5f;
+    w.b_K.value = tensor<float, NHeads, DHead>::random_normal(seed + 6, h, d) * 0.5f;
+    w.b_V.value = tensor<float, NHeads, DHead>::random_normal(seed + 7, h, d) * 0.5f;
+    w.b_O.value = tensor<float, DModel>::random_normal(seed + 8, m) * 0.5f;
     return w;
   }
 };
@@ -72,9 +71,9 @@ template <class DModel, class NHeads, class DHead>
 attention_trace<DModel, NHeads, DHead> attention(const tensor<float, batch, posn, DModel>& x,
                                                  const attention_weights<DModel, NHeads, DHead>& w) {
   attention_trace<DModel, NHeads, DHead> t;
-  t.q = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_Q) + w.b_Q;
-  t.k = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_K) + w.b_K;
-  t.v = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_V) + w.b_V;
+  t.q = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_Q.value) + w.b_Q.value;
+  t.k = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_K.value) + w.b_K.value;
+  t.v = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_V.value) + w.b_V.value;
 
   const float d_head = float(t.q.template extent<DHead>());
   t.raw_scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
@@ -86,7 +85,7 @@ attention_trace<DModel, NHeads, DHead> attention(const tensor<float, batch, posn
   t.z = einsum<"batch k_posn nheads d_head, batch nheads q_posn k_posn -> batch q_posn nheads d_head">(
       dimsum::rename<posn, k_posn>(t.v), t.pattern);
   t.out = dimsum::rename<q_posn, posn>(
-      einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(t.z, w.W_O) + w.b_O);
+      einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(t.z, w.W_O.value) + w.b_O.value);
   return t;
 }
 

@@ -49,9 +49,8 @@ int main() {
 
   // key, query, value = nn.Linear(C, head_size, bias=False)
   nn::seeds::char_head<float, n_embd, head_size> head(n_embd{5}, head_size{6});
-  head.key.weight.value = seeds::load<tensor<float, head_size, n_embd>>("seed001/key_weight.npy");
-  head.query.weight.value = seeds::load<tensor<float, head_size, n_embd>>("seed001/query_weight.npy");
-  head.value.weight.value = seeds::load<tensor<float, head_size, n_embd>>("seed001/value_weight.npy");
+  // key.weight, query.weight, value.weight from the fixtures' key_weight.npy, ... (dots as underscores)
+  dimsum::load_npy_dir(seeds::fixture("seed001"), head, dimsum::non_strict, dimsum::underscored);
   nn::seeds::char_head<float, n_embd, head_size>::trace<batch, q_time, k_time> t;
   auto out = head.forward<time_, q_time, k_time>(x, &t);  // W = softmax(tril-masked q @ k^T * C**-0.5); out = W @ v
 

@@ -29,12 +29,8 @@ int main() {
 
   // MultiHeadAttention(num_heads=6, emb_dim=5, dim_k=4, dropout=0) with PyTorch's weights
   nn::multi_head_attention<float, emb_dim, nheads, dim_k> mha(nheads{6}, emb_dim{5}, dim_k{4}, 0.0);
-  using lin_in = nn::linear<float, emb_dim, dimsum::dim<"nheads_dim_k">>;
-  using lin_out = nn::linear<float, dimsum::dim<"nheads_dim_k">, emb_dim>;
-  mha.q_linear = lin_in::load(seeds::fixture("seed003/mha/q_linear_weight.npy"), seeds::fixture("seed003/mha/q_linear_bias.npy"));
-  mha.k_linear = lin_in::load(seeds::fixture("seed003/mha/k_linear_weight.npy"), seeds::fixture("seed003/mha/k_linear_bias.npy"));
-  mha.v_linear = lin_in::load(seeds::fixture("seed003/mha/v_linear_weight.npy"), seeds::fixture("seed003/mha/v_linear_bias.npy"));
-  mha.out = lin_out::load(seeds::fixture("seed003/mha/out_weight.npy"), seeds::fixture("seed003/mha/out_bias.npy"));
+  // q_linear.weight ... out.bias from q_linear_weight.npy ... out_bias.npy (dots as underscores)
+  dimsum::load_npy_dir(seeds::fixture("seed003/mha"), mha, dimsum::strict, dimsum::underscored);
 
   // Self-attention: the keys are the same vectors, their positions renamed.
   auto x = seeds::load<tensor<float, batch, q_seq, emb_dim>>("seed003/mha_self_padmask/q_in.npy");

@@ -36,17 +36,13 @@ int main() {
   std::cout << "attn_weights " << attn_weights << "\nall_context_vecs " << dimsum::eval(all_context_vecs) << "\n";
 
   nn::seeds::self_attention_v1<float, d_in, d_out> sa_v1(d_in{3}, d_out{2});  // torch.manual_seed(123)
-  sa_v1.W_query = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_query.npy");
-  sa_v1.W_key = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_key.npy");
-  sa_v1.W_value = seeds::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_value.npy");
+  dimsum::load_npy_dir(seeds::fixture("seed004/sa_v1"), sa_v1, dimsum::non_strict);  // W_query.npy, ... by member name
   auto v1 = sa_v1(inputs);
   std::cout << "sa_v1(inputs) " << v1 << "\n";
 
   nn::seeds::self_attention_v2<float, d_in, d_out> sa_v2(d_in{3}, d_out{2});  // torch.manual_seed(789)
-  using lin = nn::linear<float, d_in, d_out>;
-  sa_v2.W_query = lin::load(seeds::fixture("seed004/sa_v2/W_query_weight.npy"));
-  sa_v2.W_key = lin::load(seeds::fixture("seed004/sa_v2/W_key_weight.npy"));
-  sa_v2.W_value = lin::load(seeds::fixture("seed004/sa_v2/W_value_weight.npy"));
+  // W_query.weight, ... from W_query_weight.npy, ... beside the seed's other tensors
+  dimsum::load_npy_dir(seeds::fixture("seed004/sa_v2"), sa_v2, dimsum::non_strict, dimsum::underscored);
   auto v2 = sa_v2(inputs);
   std::cout << "sa_v2(inputs) " << v2 << "\n";
 

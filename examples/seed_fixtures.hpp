@@ -6,6 +6,7 @@
 
 #include <dimsum/dimsum.hpp>
 #include <dimsum/io/npy.hpp>
+#include <dimsum/io/npy_dir.hpp>
 
 namespace seeds {
 

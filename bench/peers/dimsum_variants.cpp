@@ -3,7 +3,7 @@
 // over q, k, v (b, p, h, d) for
 //   causal   causal_mask
 //   window   window_mask of 256 positions
-//   alibi    scores * scale + ALiBi slope times distance, then causal_mask
+//   alibi    scores * scale + alibi(nheads, q_posn, k_posn) (slope times distance), then causal_mask
 //   padding  where(keep, scores, -inf) with the last p/8 keys padded, then causal_mask
 //   gqa      4 key/value heads shared by groups of h/4 query heads, causal_mask
 //
@@ -60,9 +60,9 @@ int main(int argc, char** argv) {
     z = std::move(e);
   };
 
-  const auto slopes = dimsum::alibi_slopes<float>(nheads{s.h});
-  const auto distance = variant == "alibi" ? dimsum::relative_positions<float>(q_posn{s.p}, k_posn{s.p})
-                                           : tensor<float, q_posn, k_posn>(q_posn{0}, k_posn{0});
+  // ALiBi's bias, lazily: h slopes, the distances computed when read (no
+  // p x p table); the kernel computes slope * distance a vector at a time.
+  const auto bias = dimsum::alibi<float>(nheads{s.h}, q_posn{s.p}, k_posn{s.p});
   tensor<bool, batch, k_posn> keep(batch{s.b}, k_posn{s.p});
   for (std::size_t b = 0; b < s.b; ++b)
     for (std::size_t j = 0; j < s.p; ++j) keep(batch{b}, k_posn{j}) = j < s.p - s.p / 8;
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     } else if (variant == "window") {
       attend(dimsum::window_mask<q_posn, k_posn>(scores(), 256, -inf));
     } else if (variant == "alibi") {
-      attend(dimsum::causal_mask<q_posn, k_posn>(scores() + dimsum::outer(slopes, distance), -inf));
+      attend(dimsum::causal_mask<q_posn, k_posn>(scores() + bias, -inf));
     } else if (variant == "padding") {
       attend(dimsum::causal_mask<q_posn, k_posn>(dimsum::where(keep, scores(), -inf), -inf));
     } else {  // gqa

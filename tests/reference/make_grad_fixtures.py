@@ -87,6 +87,7 @@ def main():
     training_ops()
     seed000()
     fused_attention()
+    fused_attention_variants()
 
 
 def training_ops():
@@ -167,6 +168,51 @@ def fused_attention():
     pad[1, 5, :] = True  # every key of batch 1's query 5 masked: a NaN row
     case("fused_attn_padding", lambda q, k, v: attn(q, k, v, pad, 0.7, float("-inf")),
          {"q": rand(b, nq, 5), "k": rand(b, nk, 5), "v": rand(b, nk, 3)})
+
+
+
+def fused_attention_variants():
+    """Window and ALiBi attention on the fused path (issues 12 and 14):
+    the chain grad::fused_attention differentiates, in the seed's layout
+    q (b, i, h, d), k (b, j, h, d), v (b, j, h, c), scores (b, h, i, j).
+    40 queries and 140 keys cross the kernels' query (32, 64) and key (64,
+    128) tiles; the windows and offsets are rebuilt by the same formulas in
+    tests/unit/grad_fused_variants.cpp."""
+    b, nq, nk, h, d, c = 2, 40, 140, 2, 4, 3
+    i = torch.arange(nq)[:, None]
+    j = torch.arange(nk)[None, :]
+
+    def attend(q, k, v, stages):
+        s = stages(torch.einsum("bihd,bjhd->bhij", q, k))
+        return torch.einsum("bhij,bjhc->bihc", torch.softmax(s, -1), v)
+
+    def window(w, offset):  # True where masked: outside (i + offset - w, i + offset]
+        return ~((j <= i + offset) & (i + offset - j < w))
+
+    def qkv():
+        return {"q": rand(b, nq, h, d), "k": rand(b, nk, h, d), "v": rand(b, nk, h, c)}
+
+    # window 20 at offset 100: rows keep (i + 80, i + 100], across the 128-key edge
+    case("fused_attn_window", lambda q, k, v: attend(q, k, v, lambda s: (s * 0.5).masked_fill(window(20, 100), float("-inf"))),
+         qkv())
+    # offset 125: rows 34..39 keep no key (a finite value: uniform weights)
+    case("fused_attn_window_finite", lambda q, k, v: attend(q, k, v, lambda s: (s * 0.5).masked_fill(window(20, 125), -3.0)),
+         qkv())
+    # ALiBi at offset 100 (queries after 100 cached keys), causal at the same
+    # offset, then left padding: batch 1 pads keys j < 110, so its rows 0..9
+    # keep no key (NaN rows)
+    # ALiBi's slopes for a power-of-two head count: 2^(-8 (h + 1) / n)
+    slopes = torch.tensor([2.0 ** (-8.0 * (hh + 1) / h) for hh in range(h)], dtype=torch.float64)
+    bias = slopes[:, None, None] * (j - (i + 100)).to(torch.float64)
+    pad = torch.zeros(b, nk, dtype=torch.bool)
+    pad[1, :110] = True
+    case("fused_attn_alibi",
+         lambda q, k, v: attend(q, k, v, lambda s: (s * 0.5 + bias).masked_fill(j > i + 100, float("-inf"))
+                                .masked_fill(pad[:, None, None, :], float("-inf"))), qkv())
+    # ALiBi after a causal mask (offset 0): the masked scores stay -inf
+    bias0 = slopes[:, None, None] * (j - i).to(torch.float64)
+    case("fused_attn_alibi_after_mask",
+         lambda q, k, v: attend(q, k, v, lambda s: (s * 0.5).masked_fill(j > i, float("-inf")) + bias0), qkv())
 
 
 if __name__ == "__main__":

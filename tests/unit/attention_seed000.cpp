@@ -113,8 +113,9 @@ void check_against_loops(std::size_t B, std::size_t P, DModel m, NHeads h, DHead
   auto w = attention_weights<DModel, NHeads, DHead>::random(seed, m, h, d);
   auto x = tensor<float, batch, posn, DModel>::random_uniform(seed + 100, batch{B}, posn{P}, m);
   auto t = attention(x, w);
-  auto r = plain_attention(flat(x), flat(w.W_Q), flat(w.W_K), flat(w.W_V), flat(w.W_O), flat(w.b_Q), flat(w.b_K),
-                           flat(w.b_V), flat(w.b_O), B, P, m.value, h.value, d.value);
+  auto r = plain_attention(flat(x), flat(w.W_Q.value), flat(w.W_K.value), flat(w.W_V.value), flat(w.W_O.value),
+                           flat(w.b_Q.value), flat(w.b_K.value), flat(w.b_V.value), flat(w.b_O.value), B, P, m.value,
+                           h.value, d.value);
   const double atol = 1e-5;
   SECTION("q, k, v") {
     require_close(flat(t.q), r.q, atol);

@@ -12,12 +12,14 @@
 #include <dimsum/dimsum.hpp>
 #include <dimsum/ops/alibi.hpp>
 #include <dimsum/ops/window_mask.hpp>
+#include <dimsum/kernels/attention_backward.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -242,6 +244,66 @@ TEMPLATE_TEST_CASE("fused variants: an ALiBi bias (slope times distance) before 
         },
         f);
   }
+  SECTION("distance * slopes, the other operand order, and alibi(): the same affine bias") {
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) {
+          return causal_mask<q_posn, k_posn>(scores_of(q, k) * s + outer(distance, slopes), T(-inf));
+        },
+        f);
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) {
+          return causal_mask<q_posn, k_posn>(
+              scores_of(q, k) * s + alibi<T>(kv_heads{3}, q_posn{130}, k_posn{130}), T(-inf));
+        },
+        f);
+  }
+  SECTION("the generic fallback: the distances stored as a table, read row by row") {
+    const tensor<T, q_posn, k_posn> table = distance;
+    STATIC_REQUIRE(!plan::fusion::affine_bias<decltype(outer(slopes, table)), T>::ok);
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) {
+          return causal_mask<q_posn, k_posn>(scores_of(q, k) * s + outer(slopes, table), T(-inf));
+        },
+        f);
+  }
+  SECTION("the generic fallback: a stored (heads, q_posn, k_posn) bias, copied a row at a time") {
+    const tensor<T, kv_heads, q_posn, k_posn> full = outer(slopes, distance);
+    check_variant(
+        in,
+        [&](const auto& q, const auto& k) { return causal_mask<q_posn, k_posn>(scores_of(q, k) * s + full, T(-inf)); },
+        f);
+  }
+  // slope * relative_positions is recognised as affine (computed by the
+  // kernel from the slope, the row and an iota), in either order
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(outer(slopes, distance)), T>::ok);
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(outer(distance, slopes)), T>::ok);
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(alibi<T>(kv_heads{3}, q_posn{130}, k_posn{130})), T>::ok);
+  // a slope over the position dims is not a per-head slope: generic
+  STATIC_REQUIRE(!plan::fusion::affine_bias<decltype(outer(distance, distance * T(2))), T>::ok);
+}
+
+TEMPLATE_TEST_CASE("fused variants: ALiBi with a slope per batch and head, keys crossing tiles, more keys than queries",
+                   "[fused][variants]", float, double) {
+  using T = TestType;
+  const inputs<T> in(sizes{2, 2, 3, 67, 300, 8});
+  // a slope over (group, batch): any per-batch-index expression is a slope
+  tensor<T, group, batch> slope(group{3}, batch{2});
+  for (std::size_t g = 0; g < 3; ++g)
+    for (std::size_t b = 0; b < 2; ++b) slope(group{g}, batch{b}) = T(0.05) * T(g + 1) - T(0.03) * T(b);
+  const auto distance = relative_positions<T>(q_posn{67}, k_posn{300}, 233);  // query i at position i + 233
+  STATIC_REQUIRE(plan::fusion::affine_bias<decltype(outer(slope, distance)), T>::ok);
+  check_variant(
+      in,
+      [&](const auto& q, const auto& k) {
+        return window_mask<q_posn, k_posn>(scores_of(q, k) * T(0.3) + outer(slope, distance), 150, T(-inf), 233);
+      },
+      [&](double x, std::size_t b, auto, std::size_t g, std::size_t i, std::size_t j) {
+        return in_window(i, j, 150, 233) ? x * 0.3 + double(slope(group{g}, batch{b})) * (double(j) - double(i + 233))
+                                         : -inf;
+      });
 }
 
 TEMPLATE_TEST_CASE("fused variants: grouped-query and multi-query heads, K and V shared by the group", "[fused][variants]",
@@ -333,9 +395,8 @@ TEST_CASE("fused variants against PyTorch: window, ALiBi, GQA, MQA", "[fused][va
   }
 }
 
-TEST_CASE("fused variants: which ones the fused backward differentiates", "[fused][variants][grad]") {
-  // grad::fused_attention reports the others at compile time
-  // (tests/compile_fail/grad_fused_attention_window.cpp).
+TEST_CASE("fused variants: the fused backward differentiates every one", "[fused][variants][grad]") {
+  // grad::fused_attention differentiates each (tests/unit/grad_fused_variants.cpp)
   const inputs<float> in(sizes{1, 1, 1, 3, 3, 2});
   tensor<bool, batch, k_posn> keep(batch{1}, k_posn{3});
   const auto slopes = alibi_slopes<float>(kv_heads{1});
@@ -346,10 +407,12 @@ TEST_CASE("fused variants: which ones the fused backward differentiates", "[fuse
   auto biased = attend(softmax<k_posn>(scores_of(in.q, in.k) + outer(slopes, distance)), in.v);
   STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(causal)>);
   STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(padded)>);
-  STATIC_REQUIRE(uses_fused_attention_v<decltype(window)>);
-  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(window)>);
-  STATIC_REQUIRE(uses_fused_attention_v<decltype(biased)>);
-  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(biased)>);
+  STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(window)>);
+  STATIC_REQUIRE(fused_attention_is_differentiable_v<decltype(biased)>);
+  // not fused, so not differentiable by grad::fused_attention
+  auto plain = attend(softmax<k_posn>(scores_of(in.q, in.k)) * 2.0f, in.v);
+  STATIC_REQUIRE(!uses_fused_attention_v<decltype(plain)>);
+  STATIC_REQUIRE(!fused_attention_is_differentiable_v<decltype(plain)>);
 }
 
 TEMPLATE_TEST_CASE("fused variants: incremental decoding, new queries against a kv_cache on the few-rows path",
@@ -378,6 +441,123 @@ TEMPLATE_TEST_CASE("fused variants: incremental decoding, new queries against a 
         const out_t<T> got = z;
         CHECK(mismatches(got.data(), want, tol, tol * 10) == 0);
       }
+      // ALiBi after a cache: the new queries sit at positions len - m + i
+      const auto bias = alibi<T>(kv_heads{2}, q_posn{m}, k_posn{len}, len - m);
+      auto za = attend(softmax<k_posn>(window_mask<q_posn, k_posn>(scores_of(in.q, keys) * T(0.25) + bias, window,
+                                                                   T(-inf), len - m)),
+                       values);
+      static_assert(uses_fused_attention_v<decltype(za)>);
+      const auto slopes = alibi_slopes<double>(kv_heads{2});
+      const auto want_a = in.ref([&](double x, auto, std::size_t h, auto, std::size_t i, std::size_t j) {
+        return in_window(i, j, window, len - m) ? x * 0.25 + double(T(slopes.data()[h])) * (double(j) - double(i + len - m))
+                                                : -inf;
+      });
+      const out_t<T> got_a = za;
+      CHECK(mismatches(got_a.data(), want_a, tol, tol * 10) == 0);
     }
+  }
+}
+
+namespace {
+/// The generic form of the affine bias below, as a row callback: slope of
+/// head bi % heads times (j - (i + offset)). The slopes are powers of two,
+/// so the kernel's fma form computes the same values exactly.
+template <class T>
+struct slope_rows {
+  const T* slopes;
+  std::size_t heads, offset;
+  static void add(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) {
+    const auto& s = *static_cast<const slope_rows*>(ctx);
+    for (std::size_t x = 0; x < n; ++x)
+      out[x] = s.slopes[bi % s.heads] * static_cast<T>(double(j0 + x) - double(i + s.offset));
+  }
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("fused variants: the kernel's affine bias on every arch path equals the row callback and the loops",
+                   "[fused][variants][kernel]", float, double) {
+  using T = TestType;
+  const std::size_t nb = 2, heads = 3, nk = 150, d = 8, offset = 5, window = 60;
+  for (std::size_t nq : {std::size_t(70), std::size_t(3)}) {  // tiles; the few-rows path
+    INFO(nq << " queries");
+    std::mt19937 gen(17);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<T> q(nb * nq * heads * d), k(nb * nk * heads * d), v(nb * nk * heads * d);
+    for (auto* x : {&q, &k, &v})
+      for (T& e : *x) e = T(u(gen));
+    const std::vector<T> slopes = {T(0.5), T(0.125), T(-0.03125)};
+    kernels::attention_args<T> a;
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.nq = nq;
+    a.nk = nk;
+    a.dk = a.dv = d;
+    a.q_row = a.k_row = a.v_row = a.out_row = std::ptrdiff_t(heads * d);
+    a.q_col = a.k_col = a.v_col = a.out_col = 1;
+    a.batch_rank = 2;
+    a.batch_extents = {nb, heads};
+    a.q_batch = {std::ptrdiff_t(nq * heads * d), std::ptrdiff_t(d)};
+    a.k_batch = a.v_batch = {std::ptrdiff_t(nk * heads * d), std::ptrdiff_t(d)};
+    a.out_batch = a.q_batch;
+    a.n_stages = 2;
+    a.stages[0].op = kernels::score_op::multiply;
+    a.stages[0].value = T(0.3);
+    a.stages[1].op = kernels::score_op::causal;  // keys (i + 5 - 60, i + 5]
+    a.stages[1].value = -std::numeric_limits<T>::infinity();
+    a.stages[1].window = window;
+    a.stages[1].offset = offset;
+    a.bias.at = 1;  // after the scale, before the window
+    // plain loops in double
+    std::vector<double> want(nb * nq * heads * d);
+    for (std::size_t b = 0; b < nb; ++b)
+      for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t i = 0; i < nq; ++i) {
+          std::vector<double> w(nk);
+          double m = -inf, l = 0;
+          for (std::size_t j = 0; j < nk; ++j) {
+            double raw = 0;
+            for (std::size_t x = 0; x < d; ++x)
+              raw += double(q[((b * nq + i) * heads + h) * d + x]) * double(k[((b * nk + j) * heads + h) * d + x]);
+            w[j] = in_window(i, j, window, offset) ? raw * double(T(0.3)) + double(slopes[h]) * (double(j) - double(i + offset))
+                                                   : -inf;
+            m = std::max(m, w[j]);
+          }
+          for (double& e : w) l += (e = std::exp(e - m));
+          for (std::size_t c = 0; c < d; ++c) {
+            double o = 0;
+            for (std::size_t j = 0; j < nk; ++j) o += w[j] / l * double(v[((b * nk + j) * heads + h) * d + c]);
+            want[((b * nq + i) * heads + h) * d + c] = o;
+          }
+        }
+    const slope_rows<T> rows{slopes.data(), heads, offset};
+    const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-11;
+    test::for_each_arch([&](auto arch) {
+      using Arch = decltype(arch);
+      for (int threads : {1, 2}) {
+        INFO("arch " << Arch::name() << ", threads " << threads);
+        test::thread_count_guard guard(threads);
+        std::vector<T> affine(want.size(), T(-7)), callback(want.size(), T(-7));
+        kernels::attention_args<T> x = a;
+        x.bias.slope = slopes.data();
+        x.bias.slope_batch = {0, 1};
+        x.bias.offset = offset;
+        x.out = affine.data();
+        std::vector<T> lse(nb * heads * nq), stats(lse.size());
+        x.lse = lse.data();  // the forward's row statistics
+        kernels::attention_on<Arch>(x);
+        x.lse = nullptr;
+        kernels::attention_row_stats(x, stats.data());  // the backward's score loops, one key at a time
+        for (std::size_t r = 0; r < lse.size(); ++r)
+          CHECK(std::abs(double(lse[r]) - double(stats[r])) <= tol * (1 + std::abs(double(stats[r]))));
+        kernels::attention_args<T> y = a;
+        y.bias.add = &slope_rows<T>::add;
+        y.bias.ctx = &rows;
+        y.out = callback.data();
+        kernels::attention_on<Arch>(y);
+        CHECK(affine == callback);  // the same products, the same sums
+        CHECK(mismatches(affine.data(), want, tol, tol * 10) == 0);
+      }
+    });
   }
 }

@@ -17,7 +17,8 @@ DIMSUM_DIM(d_head, 10);
 }  // namespace
 
 TEST_CASE("golden seed 000: q, k, v, scores, mask, pattern, z, out", "[golden][seed000]") {
-  auto w = attention_weights<d_model, nheads, d_head>::load(golden::fixture("seed000"));
+  attention_weights<d_model, nheads, d_head> w;
+  dimsum::load_npy_dir(golden::fixture("seed000"), w, dimsum::non_strict);  // W_Q.npy ... b_O.npy beside x.npy, q.npy, ...
   auto x = golden::load<tensor<float, batch, posn, d_model>>("seed000/x.npy");
 
   auto t = attention(x, w);

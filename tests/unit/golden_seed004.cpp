@@ -5,6 +5,7 @@
 #include "golden.hpp"
 
 #include <dimsum/nn/nn.hpp>
+#include <dimsum/io/npy_dir.hpp>
 #include <dimsum/nn/seeds/seeds.hpp>
 
 using dimsum::tensor;
@@ -76,9 +77,7 @@ void check_trace(const Module& m, const std::string& dir) {
 
 TEST_CASE("golden seed 004: SelfAttention_v1 with the manual_seed(123) weights", "[golden][seed004]") {
   nn::seeds::self_attention_v1<float, d_in, d_out> sa(d_in{3}, d_out{2});
-  sa.W_query = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_query.npy");
-  sa.W_key = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_key.npy");
-  sa.W_value = golden::load<tensor<float, d_in, d_out>>("seed004/sa_v1/W_value.npy");
+  dimsum::load_npy_dir(golden::fixture("seed004/sa_v1"), sa, dimsum::non_strict);  // W_query.npy, ... by member name
   check_trace(sa, "seed004/sa_v1");
   // The seed's printed output, first and last rows.
   auto inputs = golden::load<tensor<float, token, d_in>>("seed004/inputs.npy");
@@ -92,11 +91,8 @@ TEST_CASE("golden seed 004: SelfAttention_v2 with the manual_seed(789) Linear la
   for (bool bias : {false, true}) {
     const std::string dir = bias ? "seed004/sa_v2_bias" : "seed004/sa_v2";
     nn::seeds::self_attention_v2<float, d_in, d_out> sa(d_in{3}, d_out{2}, bias);
-    using lin = nn::linear<float, d_in, d_out>;
-    auto b = [&](const char* n) { return bias ? golden::fixture(dir + "/" + n + "_bias.npy") : std::string(); };
-    sa.W_query = lin::load(golden::fixture(dir + "/W_query_weight.npy"), b("W_query"));
-    sa.W_key = lin::load(golden::fixture(dir + "/W_key_weight.npy"), b("W_key"));
-    sa.W_value = lin::load(golden::fixture(dir + "/W_value_weight.npy"), b("W_value"));
+    // W_query.weight (and W_query.bias with qkv_bias) from W_query_weight.npy, ...
+    dimsum::load_npy_dir(golden::fixture(dir), sa, dimsum::non_strict, dimsum::underscored);
     check_trace(sa, dir);
   }
   // The seed's printed v2 output, first row.

@@ -96,6 +96,66 @@ TEST_CASE("grad layer_norm with weight and bias", "[grad][layer_norm]") {
              {"x", "w", "b"}, px, pw, pb);
 }
 
+TEST_CASE("grad layer_norm: the row kernel on long rows, and the general path over a middle dim", "[grad][layer_norm]") {
+  // c last with weight and bias (c): kernels/layer_norm.hpp's rows; 21
+  // doubles are whole vectors and a scalar tail on AVX-512 and AVX2.
+  auto x = random_parameter<parameter<double, a, b, c>>(61, 1.0, a{2}, b{3}, c{21});
+  auto w = random_parameter<parameter<double, c>>(62, 1.0, c{21});
+  auto bias = random_parameter<parameter<double, c>>(63, 1.0, c{21});
+  check([](grad::tape&, auto x, auto w, auto bias) { return loss_of(dimsum::layer_norm<c>(x, w, bias)); }, x, w, bias);
+  // Normalised over b, a middle dim: the general path.
+  auto y = random_parameter<parameter<double, a, b, c>>(64, 1.0, a{2}, b{5}, c{3});
+  auto wb = random_parameter<parameter<double, b>>(65, 1.0, b{5});
+  auto bb = random_parameter<parameter<double, b>>(66, 1.0, b{5});
+  check([](grad::tape&, auto y, auto w, auto bias) { return loss_of(dimsum::layer_norm<b>(y, w, bias)); }, y, wb, bb);
+  // The two paths agree: the row kernel's forward and gradients against
+  // the general path run on the same values with the dims reordered.
+  grad::tape t1, t2;
+  auto x1 = t1.watch(x.value);
+  const auto y1 = dimsum::layer_norm<c>(x1, t1.watch(w), t1.watch(bias));
+  const tensor<double, c, a, b> xt = x.value;
+  auto x2 = t2.watch(xt);
+  const auto y2 = dimsum::layer_norm<c>(x2, w.value, bias.value);  // c first: the general path
+  const tensor<double, a, b, c> y2t = y2.value();
+  double diff = 0;
+  for (std::size_t i = 0; i < y2t.size(); ++i) diff = std::max(diff, std::abs(y2t.data()[i] - y1.value().data()[i]));
+  CHECK(diff <= 1e-13);
+  t1.backward(dimsum::sum<a, b, c>(y1 * y1.value()));
+  t2.backward(dimsum::sum<c, a, b>(y2 * y2.value()));
+  const tensor<double, a, b, c> g2 = dimsum::gradient(x2);
+  diff = 0;
+  for (std::size_t i = 0; i < g2.size(); ++i) diff = std::max(diff, std::abs(g2.data()[i] - dimsum::gradient(x1).data()[i]));
+  CHECK(diff <= 1e-12);
+  // A weight whose extent differs from the input's: shape_error, not a read past its end.
+  auto w_short = random_parameter<parameter<double, c>>(67, 1.0, c{20});
+  grad::tape t3;
+  CHECK_THROWS_AS(dimsum::layer_norm<c>(t3.watch(x), t3.watch(w_short), t3.watch(bias)), dimsum::shape_error);
+}
+
+TEST_CASE("grad element-wise: a bias on the row kernel, a dim static on one side, extents checked", "[grad][elementwise]") {
+  using c4 = dimsum::dim<dimsum::fixed_string<2>{"c"}, 4>;  // the dim c, static on this side
+  auto x = random_parameter<parameter<double, a, b, c>>(68, 1.0, a{2}, b{3}, c{4});
+  auto bias = random_parameter<parameter<double, b, c>>(69, 1.0, b{3}, c{4});
+  check([](grad::tape&, auto x, auto bias) { return loss_of(x + bias); }, x, bias);
+  check([](grad::tape&, auto x, auto bias) { return loss_of(x * bias); }, x, bias);
+  check([](grad::tape&, auto x, auto bias) { return loss_of(bias - x); }, x, bias);
+  // x (c dynamic) times a tensor with c static: the result has the static
+  // dim, as on tensors, and the values and gradient are x * t and t.
+  tensor<double, a, b, c4> t(a{2}, b{3});
+  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = 0.5 + 0.25 * double(i);
+  grad::tape tp;
+  auto xv = tp.watch(x.value);
+  auto y = xv * t;
+  static_assert(std::is_same_v<typename decltype(y)::dims, dimsum::dim_list<a, b, c4>>);
+  for (std::size_t i = 0; i < t.size(); ++i) CHECK(y.value().data()[i] == x.value.data()[i] * t.data()[i]);
+  tp.backward(dimsum::sum<a, b, c4>(y));
+  for (std::size_t i = 0; i < t.size(); ++i) CHECK(dimsum::gradient(xv).data()[i] == t.data()[i]);
+  // A bias whose extent differs: shape_error from the element-wise check.
+  auto short_bias = random_parameter<parameter<double, b, c>>(70, 1.0, b{3}, c{3});
+  grad::tape t2;
+  CHECK_THROWS_AS(t2.watch(x) + t2.watch(short_bias), dimsum::shape_error);
+}
+
 TEST_CASE("grad select, slice, stack, concat", "[grad][slice]") {
   using p3 = parameter<double, a, b, c>;
   auto x = random_parameter<p3>(46, 1.0, a{2}, b{3}, c{4});

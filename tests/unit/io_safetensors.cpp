@@ -3,6 +3,8 @@
 // hand from the format specification where the reader is under test.
 #include <catch2/catch.hpp>
 
+#include "scoped_dir.hpp"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -54,19 +56,8 @@ net make_net(std::size_t v = 5, std::size_t d = 3, std::size_t h = 2, float offs
 }
 
 // A fresh directory per test case and process, removed afterwards.
-struct scoped_dir {
-  explicit scoped_dir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() /
-             ("dimsum_io_safetensors_" + std::to_string(::getpid()) + "_" + name)) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~scoped_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::filesystem::path operator/(const std::string& s) const { return path / s; }
-  std::filesystem::path path;
+struct scoped_dir : test::scoped_dir {
+  explicit scoped_dir(const std::string& name) : test::scoped_dir("io_safetensors_" + name) {}
 };
 
 std::string read_bytes(const std::filesystem::path& p) {

@@ -135,7 +135,66 @@ TEST_CASE("kernels/threads: OMP_NUM_THREADS's first number is the default count"
 
 TEST_CASE("kernels/threads: threads_for_flops keeps small calls on one thread", "[kernels][threads]") {
   dimsum::set_num_threads(2);
+  dk::detail::thread_pool::instance().forget_stalls();  // an earlier test's job may have stalled
   CHECK(dk::threads_for_flops(1000.0) == 1);
   CHECK(dk::threads_for_flops(dk::detail::parallel_min_flops) == 2);
   dimsum::set_num_threads(0);
+}
+
+TEST_CASE("kernels/threads: after a worker stalls mid-item, small calls stay on one thread for a while",
+          "[kernels][threads]") {
+  using namespace std::chrono_literals;
+  auto& pool = dk::detail::thread_pool::instance();
+  dimsum::set_num_threads(2);
+  pool.forget_stalls();
+  CHECK_FALSE(pool.recently_stalled());
+  // The caller's item waits (up to 10 s) for a worker to start the other
+  // item, which then holds the worker for 200 ms (as if the OS had given its
+  // core to another process): the caller waits far longer than its own
+  // share took.
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> on_worker{false};
+  dk::parallel_for(
+      2,
+      [&](std::size_t) {
+        if (std::this_thread::get_id() != caller) {
+          on_worker = true;
+          std::this_thread::sleep_for(200ms);
+        } else {
+          const auto give_up = std::chrono::steady_clock::now() + 10s;
+          while (!on_worker && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        }
+      },
+      2);
+  const bool worker_ran = on_worker.load();
+  REQUIRE(worker_ran);
+  CHECK(pool.recently_stalled());
+  CHECK(dk::threads_for_flops(dk::detail::parallel_min_flops) == 1);
+  CHECK(dk::threads_for_flops(dk::detail::busy_serial_max_flops - 1) == 1);
+  CHECK(dk::threads_for_flops(dk::detail::busy_serial_max_flops) == 2);  // large calls keep both threads
+  std::this_thread::sleep_for(60ms);  // past the 50 ms a stall is remembered
+  CHECK_FALSE(pool.recently_stalled());
+  CHECK(dk::threads_for_flops(dk::detail::parallel_min_flops) == 2);
+  dimsum::set_num_threads(0);
+}
+
+TEST_CASE("kernels/threads: stalls that keep coming widen the stall window, up to 1.6 s", "[kernels][threads]") {
+  using namespace std::chrono;
+  auto& pool = dk::detail::thread_pool::instance();
+  const auto ms = [](int n) { return duration_cast<steady_clock::duration>(milliseconds(n)).count(); };
+  pool.forget_stalls();
+  const auto t0 = steady_clock::now().time_since_epoch().count() - ms(10000);  // long past: not "recent"
+  pool.note_stall(t0);
+  CHECK(pool.stall_window() == ms(50));
+  pool.note_stall(t0 + ms(60));  // within twice the window after the last one: the machine stays busy
+  CHECK(pool.stall_window() == ms(100));
+  pool.note_stall(t0 + ms(60 + 150));
+  CHECK(pool.stall_window() == ms(200));
+  for (int i = 1; i <= 10; ++i) pool.note_stall(t0 + ms(210 + 10 * i));
+  CHECK(pool.stall_window() == ms(1600));
+  pool.note_stall(t0 + ms(210 + 100 + 3200));  // twice the window after the last: a fresh start
+  CHECK(pool.stall_window() == ms(50));
+  CHECK_FALSE(pool.recently_stalled());  // all of it 6 s ago
+  pool.forget_stalls();
+  CHECK(pool.stall_window() == ms(50));
 }

@@ -291,3 +291,53 @@ TEST_CASE("reduce pattern: a list of tensors as the operand, lazy and in the out
   tensor<double, h, w> empty(h{2}, w{0});
   CHECK_THROWS_AS((reduce<"h w -> h", "max">(empty)), shape_error);
 }
+
+TEST_CASE("reduce: float sums and means over contiguous rows and down contiguous columns against loops",
+          "[reduce][vectorised]") {
+  // Lengths with whole vectors of four accumulators, single vectors and a
+  // scalar tail (AVX-512 holds 16 floats); the reference is a double loop.
+  for (std::size_t n : {1u, 7u, 16u, 37u, 70u}) {
+    tensor<float, a, b, c> t(a{3}, b{5}, c{n});
+    for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = float(std::sin(0.37 * double(i)) * 3.0 + 0.25);
+    const auto rows = eval(sum<c>(t));           // each output element: one contiguous row
+    const auto means = eval(mean<b, c>(t));      // rows of 5 n elements
+    const auto cols = eval(sum<a>(t));           // (b, c) accumulated down a
+    const auto col_means = eval(mean<a, b>(t));  // (c) accumulated down a and b
+    for (std::size_t x = 0; x < 3; ++x)
+      for (std::size_t y = 0; y < 5; ++y) {
+        double w = 0;
+        for (std::size_t z = 0; z < n; ++z) w += t(a{x}, b{y}, c{z});
+        CHECK(std::abs(rows(a{x}, b{y}) - w) <= 1e-5 * (1 + std::abs(w)));
+      }
+    for (std::size_t x = 0; x < 3; ++x) {
+      double w = 0;
+      for (std::size_t y = 0; y < 5; ++y)
+        for (std::size_t z = 0; z < n; ++z) w += t(a{x}, b{y}, c{z});
+      CHECK(std::abs(means(a{x}) - w / double(5 * n)) <= 1e-6 * (1 + std::abs(w)));
+    }
+    for (std::size_t y = 0; y < 5; ++y)
+      for (std::size_t z = 0; z < n; ++z) {
+        double w = 0;
+        for (std::size_t x = 0; x < 3; ++x) w += t(a{x}, b{y}, c{z});
+        CHECK(std::abs(cols(b{y}, c{z}) - w) <= 1e-5 * (1 + std::abs(w)));
+      }
+    for (std::size_t z = 0; z < n; ++z) {
+      double w = 0;
+      for (std::size_t x = 0; x < 3; ++x)
+        for (std::size_t y = 0; y < 5; ++y) w += t(a{x}, b{y}, c{z});
+      CHECK(std::abs(col_means(c{z}) - w / 15.0) <= 1e-6 * (1 + std::abs(w)));
+    }
+  }
+  // NaN and infinity propagate through both paths.
+  tensor<float, a, c> u(a{2}, c{20});
+  u.fill(1.0f);
+  u(a{0}, c{3}) = std::numeric_limits<float>::quiet_NaN();
+  u(a{1}, c{19}) = std::numeric_limits<float>::infinity();
+  const auto r = eval(sum<c>(u));
+  CHECK(std::isnan(r(a{0})));
+  CHECK(r(a{1}) == std::numeric_limits<float>::infinity());
+  const auto k = eval(sum<a>(u));
+  CHECK(std::isnan(k(c{3})));
+  CHECK(k(c{19}) == std::numeric_limits<float>::infinity());
+  CHECK(k(c{0}) == 2.0f);
+}

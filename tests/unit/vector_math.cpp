@@ -19,7 +19,9 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <numbers>
 #include <sstream>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -218,4 +220,68 @@ TEST_CASE("vector_math: in place, a length with a body and a tail, each element 
   for (std::size_t i = 0; i < n; ++i) want[i] = static_cast<float>(std::tanh(double(v[i])));
   dk::math_contiguous<math_fn::tanh>(v.data(), v.data(), n);
   for (std::size_t i = 0; i < n; ++i) CHECK(v[i] == Approx(want[i]).epsilon(4e-7).margin(1e-30));
+}
+
+namespace {
+/// gelu'(x) and gelu_tanh'(x) one precision up, from the standard library.
+template <class R>
+R reference_grad(math_fn f, R x) {
+  if (f == math_fn::gelu)
+    return R(0.5) * (R(1) + std::erf(x / std::sqrt(R(2)))) + x * std::exp(-x * x / R(2)) / std::sqrt(R(2) * std::numbers::pi_v<R>);
+  const R c = std::sqrt(R(2) / std::numbers::pi_v<R>), a = R(0.044715);
+  const R t = std::tanh(c * (x + a * x * x * x));
+  return R(0.5) * (R(1) + t) + R(0.5) * x * (R(1) - t * t) * c * (R(1) + R(3) * a * x * x);
+}
+
+template <class T>
+void check_grad(math_fn f) {
+  using R = std::conditional_t<std::is_same_v<T, float>, double, long double>;
+  std::vector<T> x, g;
+  for (int i = -400; i <= 400; ++i) x.push_back(T(i) * T(0.025) + T(0.003));  // -10 .. 10, a tail at the end
+  for (T v : {T(30), T(-30), T(1e-20), T(0)}) x.push_back(v);
+  for (std::size_t i = 0; i < x.size(); ++i) g.push_back(T(1) + T(i % 7) * T(0.5));
+  std::vector<T> out(x.size());
+  if (f == math_fn::gelu)
+    dk::math_grad_contiguous<math_fn::gelu>(x.data(), g.data(), out.data(), x.size());
+  else
+    dk::math_grad_contiguous<math_fn::gelu_tanh>(x.data(), g.data(), out.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const R want = R(g[i]) * reference_grad<R>(f, R(x[i]));
+    // the formula's two terms are each at most ~1.1 |g|: absolute error in eps of T
+    const R tol = R(8) * R(std::numeric_limits<T>::epsilon()) * R(g[i]) * (R(1) + std::abs(R(x[i])));
+    INFO(fn_name(f) << " x = " << x[i]);
+    CHECK(std::abs(R(out[i]) - want) <= tol);
+  }
+  // The formula is the derivative: central differences of the function, one precision up.
+  for (R xv : {R(-3.1), R(-0.7), R(0.2), R(1.9)}) {
+    const R h = R(1e-5);
+    const R fd = (reference(f, xv + h) - reference(f, xv - h)) / (R(2) * h);
+    CHECK(std::abs(fd - reference_grad<R>(f, xv)) <= R(1e-8));
+  }
+  // Non-finite: NaN stays NaN; +-inf give NaN (inf times 0), as PyTorch's backward.
+  const T nonfinite[3] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity()};
+  std::vector<T> xs(40, T(0.5)), gs(40, T(1)), os(40);
+  for (std::size_t i = 0; i < 3; ++i) xs[i] = xs[37 + i] = nonfinite[i];  // in a vector and in the tail
+  if (f == math_fn::gelu)
+    dk::math_grad_contiguous<math_fn::gelu>(xs.data(), gs.data(), os.data(), xs.size());
+  else
+    dk::math_grad_contiguous<math_fn::gelu_tanh>(xs.data(), gs.data(), os.data(), xs.size());
+  for (std::size_t i : {0u, 1u, 2u, 37u, 38u, 39u}) CHECK(std::isnan(os[i]));
+  CHECK(std::abs(R(os[10]) - reference_grad<R>(f, R(0.5))) <= R(8) * R(std::numeric_limits<T>::epsilon()));
+}
+}  // namespace
+
+TEST_CASE("vector_math: gelu and gelu_tanh derivatives times a gradient against the standard library",
+          "[vector_math][grad]") {
+  for (math_fn f : {math_fn::gelu, math_fn::gelu_tanh}) {
+    SECTION(std::string(fn_name(f)) + " float") { check_grad<float>(f); }
+    SECTION(std::string(fn_name(f)) + " double") { check_grad<double>(f); }
+  }
+  // In place (out == g), as the tape runs it.
+  std::vector<float> x(53), g(53, 2.0f);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.2f - 5.0f;
+  dk::math_grad_contiguous<math_fn::gelu>(x.data(), g.data(), g.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    CHECK(std::abs(double(g[i]) - 2.0 * reference_grad<double>(math_fn::gelu, double(x[i]))) <= 2e-6);
 }

@@ -193,6 +193,10 @@ class sharded<tensor<T, Ds...>, Ps...> {
 
   sharded(tensor_type local, std::shared_ptr<dist::detail::mesh_comms> comms)
       : local_(std::move(local)), comms_(std::move(comms)) {}
+  /// Takes the result of an operation that already reported a compile-time
+  /// error, so `sharded<...> y = <mistake>;` gives that one error, not a
+  /// second one about the conversion.
+  sharded(invalid_expression) {}
 
   /// This rank's block.
   const tensor_type& local() const { return local_; }

@@ -24,7 +24,12 @@
 #include <utility>
 #include <vector>
 
+#if defined(__GLIBC__) && !defined(DIMSUM_KEEP_MALLOC_SETTINGS)
+#include <malloc.h>
+#endif
+
 #include <dimsum/grad/parameter.hpp>
+#include <dimsum/kernels/reduce.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
@@ -72,6 +77,28 @@ class tape;
 
 namespace detail {
 
+/// Makes glibc's malloc keep the memory a training step frees for the next
+/// step, once per process (the first tape does it). A step allocates the
+/// same activations and gradients every time; by default glibc gives
+/// everything above the largest recently freed block back to the system at
+/// the end of a step (its trim threshold follows that block, far below a
+/// step's peak) and the next step faults it back in page by page: a third
+/// of the example's step time (docs/design.md, "Memory a training step
+/// reuses"). Blocks up to 32 MiB now come from the heap and the heap is
+/// not trimmed below 1 GiB; larger blocks are still mapped and unmapped.
+/// `-DDIMSUM_KEEP_MALLOC_SETTINGS` leaves malloc as it is.
+inline void keep_freed_memory_for_reuse() noexcept {
+#if defined(__GLIBC__) && !defined(DIMSUM_KEEP_MALLOC_SETTINGS)
+  static const bool done = [] {
+    // Setting either turns glibc's dynamic thresholds off, so both are set.
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
+#endif
+}
+
 /// One recorded operation: propagates its output's gradient to its inputs.
 struct node_base {
   virtual ~node_base() = default;
@@ -83,12 +110,34 @@ struct node_base {
   bool keep_grad = false;  // a watched tensor: `gradient(v)` reads it after backward
 };
 
+/// Whether the dim lists A and B have the same names in the same order
+/// (their static extents may differ: one dim may be static, the other dynamic).
+template <class A, class B>
+constexpr bool same_names_in_order() {
+  if (A::size != B::size) return false;
+  for (std::size_t i = 0; i < A::size; ++i)
+    if (A::names[i] != B::names[i]) return false;
+  return true;
+}
+
+/// A tensor of the given extents whose elements are not initialised (for
+/// a buffer that is written in full before it is read).
+template <class Tensor>
+Tensor uninitialized_tensor(const std::array<std::size_t, Tensor::rank>& ext) {
+  typename Tensor::storage_type::shape_type shape{};
+  for (std::size_t i = 0; i < Tensor::rank; ++i) shape[i] = ext[i];
+  return Tensor::adopt(typename Tensor::storage_type(shape));
+}
+
 /// The node of a var with dims Ds: its value, its gradient (allocated on
-/// the first contribution) and the rule that sends the gradient on.
+/// the first contribution) and the rule that sends the gradient on. The
+/// rule receives the gradient as a mutable tensor: it is freed right after
+/// the rule has run, so a rule may move it into an input's gradient or
+/// compute in its buffer instead of allocating another.
 template <class T, dimension... Ds>
 struct var_node final : node_base {
   using tensor_type = tensor<T, Ds...>;
-  using rule_type = std::function<void(const tensor_type& grad, const tensor_type& value)>;
+  using rule_type = std::function<void(tensor_type& grad, const tensor_type& value)>;
 
   tensor_type own;                   // the value, unless it is a parameter's
   const tensor_type* value_ptr = &own;
@@ -116,20 +165,22 @@ struct var_node final : node_base {
       // -Warray-bounds in g++ 12 at -O3.
       const auto t = dimsum::eval(std::forward<E>(e));
       ensure_grad();
-      grad = grad + t;
+      // grad + t broadcast, added in grad's own buffer (each element is
+      // read and written at the same place, so in place is safe).
+      auto sum = grad + t;
+      static_assert(same_names_in_order<dims_of_t<decltype(sum)>, dim_list<Ds...>>());
+      sum.eval_to(strided<T, sizeof...(Ds)>{grad.data(), grad.extents(), grad.strides()});
     }
   }
   /// grad += the buffer at p, laid out as this node's value (row-major).
   void accumulate_raw(const T* p) {
     if (!has_grad) {  // the first contribution: copied, not added to zeros
-      grad = tensor_type::from_extents(value().extents());
+      grad = uninitialized_tensor<tensor_type>(value().extents());
       std::copy_n(p, grad.size(), grad.data());
       has_grad = true;
       return;
     }
-    T* g = grad.data();
-    const std::size_t n = grad.size();
-    for (std::size_t i = 0; i < n; ++i) g[i] += p[i];
+    kernels::detail::add_contiguous(grad.data(), p, grad.size());
   }
   void ensure_grad() {
     if (!has_grad) {
@@ -168,6 +219,10 @@ class var : public var_tag {
   using node_type = detail::var_node<T, Ds...>;
 
   var() : node_(std::make_shared<node_type>()) {}
+  /// Takes the result of an operation that already reported a compile-time
+  /// error, so `var<float, b, d> y = <mistake>;` gives that one error, not a
+  /// second one about the conversion (as tensor's assignment does).
+  var(invalid_expression) : var() {}
   var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)), tape_(t) {}
 
   /// The materialised value.
@@ -232,7 +287,7 @@ auto constant_var(tape* t, E&& e) {
 /// outlive it and keep their values until backward has run.
 class tape {
  public:
-  tape() = default;
+  tape() { detail::keep_freed_memory_for_reuse(); }
   tape(const tape&) = delete;
   tape& operator=(const tape&) = delete;
 
@@ -247,9 +302,7 @@ class tape {
     parameter<T, Ds...>* pp = &p;
     n->rule = [pp](const tensor<T, Ds...>& g, const tensor<T, Ds...>&) {
       if (pp->grad.extents() != pp->value.extents()) pp->zero_grad();
-      T* d = pp->grad.data();
-      const T* s = g.data();
-      for (std::size_t i = 0, n = g.size(); i < n; ++i) d[i] += s[i];
+      kernels::detail::add_contiguous(pp->grad.data(), g.data(), g.size());
     };
     push(n);
     return var<T, Ds...>(this, std::move(n));

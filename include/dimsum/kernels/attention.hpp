@@ -7,8 +7,9 @@
 ///
 /// where f applies the score stages in order (multiply or divide by a
 /// scalar, causal or sliding-window mask, boolean mask) and adds an
-/// optional bias (`score_bias`, evaluated lazily per row: ALiBi, relative
-/// positions) at its place among them. The scores are never materialised:
+/// optional bias (`score_bias`, never materialised: ALiBi's slope times
+/// distance computed a vector at a time, any other bias by a row callback)
+/// at its place among them. The scores are never materialised:
 /// each thread keeps one BR x BC score tile, the running row maxima and sums
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
@@ -74,14 +75,25 @@ struct score_stage {
 };
 
 /// An additive term on the scores, computed row by row so that it is never
-/// materialised: `add(ctx, bi, i, j0, n, out)` writes the bias of batch
-/// index bi, query i, keys [j0, j0 + n) into out[0, n). It is added after
-/// the first `at` stages (before stage `at`).
+/// materialised, added after the first `at` stages (before stage `at`).
+/// Two forms:
+///   - affine (`slope` set): `slope_b * (j - (i + offset))`, ALiBi's slope
+///     times the key-minus-query distance, with slope_b read at
+///     `slope + batch_offset(slope_batch, bi)`; the kernel computes it a
+///     vector of keys at a time from the slope, the row index and an iota;
+///   - generic (`add` set): `add(ctx, bi, i, j0, n, out)` writes the bias of
+///     batch index bi, query i, keys [j0, j0 + n) into out[0, n) once per
+///     row and key tile.
 template <class T>
 struct score_bias {
   void (*add)(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) = nullptr;
   const void* ctx = nullptr;
   std::size_t at = 0;
+  const T* slope = nullptr;
+  std::array<std::ptrdiff_t, max_group_rank> slope_batch{};
+  std::size_t offset = 0;
+
+  bool present() const noexcept { return add != nullptr || slope != nullptr; }
 };
 
 /// One fused attention: extents, element strides (any, including 0 for a
@@ -123,6 +135,21 @@ struct attention_args {
     }
     return off;
   }
+  /// The affine bias's slope of batch index bi.
+  T bias_slope(std::size_t bi) const noexcept { return bias.slope[batch_offset(bias.slope_batch, bi)]; }
+  /// The affine bias's distance of key j0 from query i, `j0 - (i + offset)`
+  /// (a whole number, exact in T).
+  T bias_distance(std::size_t i, std::size_t j0) const noexcept {
+    return static_cast<T>(static_cast<double>(j0) - static_cast<double>(i + bias.offset));
+  }
+  /// The bias of batch index bi, query i, keys [j0, j0 + n) into out, in
+  /// either form (one value at a time for the affine one: the callers
+  /// that vectorise compute it themselves).
+  void bias_row(std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) const {
+    if (bias.slope == nullptr) return bias.add(bias.ctx, bi, i, j0, n, out);
+    const T slope = bias_slope(bi), sbase = slope * bias_distance(i, j0);
+    for (std::size_t x = 0; x < n; ++x) out[x] = std::fma(slope, static_cast<T>(x), sbase);  // as prepare_row
+  }
 };
 
 namespace detail {
@@ -131,7 +158,7 @@ namespace detail {
 /// stages and the bias do (then its masked keys contribute nothing).
 template <class T>
 bool masked_keys_vanish(const attention_args<T>& a, std::size_t s) {
-  if (a.bias.add != nullptr && a.bias.at > s) return false;  // a bias of +inf or NaN there would show
+  if (a.bias.present() && a.bias.at > s) return false;  // a bias of +inf or NaN there would show
   T cand[max_score_stages + 1];
   std::size_t n = 0;
   cand[n++] = a.stages[s].value;
@@ -346,12 +373,16 @@ struct attention_kernel {
     // causal: tile columns [keep_from, keep_to) are kept, the others masked
     std::size_t keep_from[max_score_stages] = {}, keep_to[max_score_stages] = {};
     const bool* mrow[max_score_stages] = {};  // mask: this row's flags from key j0
-    const bool biased = a.bias.add != nullptr;
+    const bool biased = a.bias.present(), affine = a.bias.slope != nullptr;
     const std::size_t bias_at = biased ? a.bias.at : a.n_stages + 1;
-    if (biased) {
+    if (biased && !affine) {
       a.bias.add(a.bias.ctx, bi, i, j0, n, bias);
       for (std::size_t j = n; j < n_vec; ++j) bias[j] = T(0);
     }
+    // affine: the bias at tile column j is slope * j + slope * base, one
+    // fma (equal to slope * (j + base) when the slope is a power of two, as
+    // ALiBi's are for a power-of-two head count; within an ulp otherwise)
+    const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
       if (st.op == score_op::causal) {
@@ -370,12 +401,14 @@ struct attention_kernel {
       alignas(64) T lane[W];
       for (std::size_t x = 0; x < W; ++x) lane[x] = T(x);
       const auto iota = ops::load(lane), vn = ops::broadcast(T(n)), vninf = ops::broadcast(ninf);
+      const auto vslope = ops::broadcast(slope), vsbase = ops::broadcast(sbase);
       auto vm = vninf;
       for (std::size_t j = 0; j < n_vec; j += W) {
         auto x = ops::loadu(row + j);
         const auto col = iota + ops::broadcast(T(j));
+        auto bias_at_j = [&] { return affine ? ops::fma(vslope, col, vsbase) : ops::loadu(bias + j); };
         for (std::size_t s = 0; s < a.n_stages; ++s) {
-          if (s == bias_at) x = x + ops::loadu(bias + j);
+          if (s == bias_at) x = x + bias_at_j();
           const auto v = ops::broadcast(a.stages[s].value);
           switch (a.stages[s].op) {
             case score_op::multiply: x = x * v; break;
@@ -395,7 +428,7 @@ struct attention_kernel {
             }
           }
         }
-        if (bias_at == a.n_stages) x = x + ops::loadu(bias + j);
+        if (bias_at == a.n_stages) x = x + bias_at_j();
         x = xsimd::select(col >= vn, vninf, x);
         ops::storeu(row + j, x);
         vm = xsimd::max(vm, x);
@@ -404,10 +437,11 @@ struct attention_kernel {
     } else {
       (void)shared;  // one lane: the masks are read per element anyway
       T mx = ninf;
+      auto bias_at_j = [&](std::size_t j) { return affine ? simd_ops<T, scalar_arch>::fma(slope, T(j), sbase) : bias[j]; };
       for (std::size_t j = 0; j < n; ++j) {
         T x = row[j];
         for (std::size_t s = 0; s < a.n_stages; ++s) {
-          if (s == bias_at) x = x + bias[j];
+          if (s == bias_at) x = x + bias_at_j(j);
           const T v = a.stages[s].value;
           switch (a.stages[s].op) {
             case score_op::multiply: x = x * v; break;
@@ -416,7 +450,7 @@ struct attention_kernel {
             case score_op::mask: x = masked(s, j) ? v : x; break;
           }
         }
-        if (bias_at == a.n_stages) x = x + bias[j];
+        if (bias_at == a.n_stages) x = x + bias_at_j(j);
         row[j] = x;
         mx = std::max(mx, x);
       }

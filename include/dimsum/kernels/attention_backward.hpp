@@ -65,10 +65,10 @@ struct attention_score_loops {
 
   /// The score after the stages (and the additive bias), f(raw), at (bi, i, j).
   T score(T raw, std::size_t bi, std::size_t i, std::size_t j) const {
-    const std::size_t bias_at = a.bias.add != nullptr ? a.bias.at : a.n_stages + 1;
+    const std::size_t bias_at = a.bias.present() ? a.bias.at : a.n_stages + 1;
     auto add_bias = [&](T& x) {
       T b;
-      a.bias.add(a.bias.ctx, bi, i, j, 1, &b);
+      a.bias_row(bi, i, j, 1, &b);
       x += b;
     };
     T x = raw;

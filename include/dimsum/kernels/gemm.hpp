@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "dimsum/kernels/contraction_args.hpp"
-#include "dimsum/kernels/detail/gemm_driver.hpp"
+#include "dimsum/kernels/detail/gemm_threads.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/threads.hpp"

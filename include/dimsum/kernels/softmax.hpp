@@ -133,4 +133,34 @@ void softmax_contiguous(T* row, std::size_t n) noexcept {
     softmax_row(row, n, 1);
 }
 
+/// out[j] = log_softmax(x)[j] = (x[j] - m) - log(sum_k exp(x[k] - m)) for
+/// n contiguous values, m the row's maximum (0 when that is infinite, as
+/// ops/log_softmax.hpp's general path: a row of -inf gives NaN, a +inf
+/// element NaN and the others -inf, as PyTorch); NaN anywhere makes the row
+/// NaN. Vectorised for float and double, the loops otherwise.
+template <class T>
+void log_softmax_contiguous(const T* x, T* out, std::size_t n) noexcept {
+  if (n == 0) return;
+  T m = T(0), s = T(0);
+  bool vectorised = false;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    m = detail::row_max<T, best_gemm_arch>(x, n);
+    // An infinite maximum (a +inf element, or a row of -inf) takes the
+    // loop below: the vector exp must not see +inf.
+    if (!std::isinf(m)) {
+      std::copy_n(x, n, out);
+      s = detail::exp_shifted_sum<T, best_gemm_arch>(out, n, m);
+      vectorised = true;
+    }
+  }
+  if (!vectorised) {
+    m = x[0];
+    for (std::size_t j = 1; j < n; ++j) m = std::max(m, x[j]);
+    if (std::isinf(m)) m = T(0);
+    for (std::size_t j = 0; j < n; ++j) s += std::exp(x[j] - m);
+  }
+  const T lse = std::log(s);
+  for (std::size_t j = 0; j < n; ++j) out[j] = (x[j] - m) - lse;
+}
+
 }  // namespace dimsum::kernels

@@ -65,10 +65,25 @@ namespace detail {
 inline constexpr double parallel_min_flops = double(1 << 17);
 }  // namespace detail
 
+namespace detail {
+/// Below this many flops (about 0.15 ms of one core's work) a call stays on
+/// one thread while the pool has recently stalled (other processes hold the
+/// cores; `thread_pool::recently_stalled`): one descheduled worker costs
+/// such a call a time slice of the OS, many times its own length. Larger
+/// calls keep every thread: items are handed out one at a time, so a stall
+/// costs them at most one item, and the other threads still help.
+inline constexpr double busy_serial_max_flops = double(1 << 25);
+}  // namespace detail
+
 /// The threads worth using for a call of `flops` floating-point operations:
-/// 1 below `detail::parallel_min_flops`, else `num_threads()`.
+/// 1 below `detail::parallel_min_flops`, and below
+/// `detail::busy_serial_max_flops` while other work holds the cores; else
+/// `num_threads()`.
 inline std::size_t threads_for_flops(double flops) noexcept {
-  return flops < detail::parallel_min_flops ? 1 : static_cast<std::size_t>(std::max(1, num_threads()));
+  const std::size_t n = static_cast<std::size_t>(std::max(1, num_threads()));
+  if (n == 1 || flops < detail::parallel_min_flops) return 1;
+  if (flops < detail::busy_serial_max_flops && detail::thread_pool::instance().recently_stalled()) return 1;
+  return n;
 }
 
 /// Calls `f(i)` once for every i in [0, n), on the calling thread and up to

@@ -2,7 +2,8 @@
 /// \file
 /// Vectorised element-wise math (xsimd) for the functions where it pays:
 /// exp, log, tanh, sigmoid, erf, gelu (erf and tanh forms) and silu, with
-/// PyTorch's NaN and infinity semantics. `math_contiguous<F>(in, out, n)`
+/// PyTorch's NaN and infinity semantics; and the derivatives of the two
+/// gelus times a gradient (`math_grad_contiguous`), for their backward. `math_contiguous<F>(in, out, n)`
 /// runs whole vectors, then the scalar definition on the tail; the scalar
 /// definition (`scalar_math<F>`) is also what element-wise trees call per
 /// element, so both paths compute the same function (the vector one within
@@ -169,6 +170,86 @@ void math_contiguous(const T* in, T* out, std::size_t n) noexcept {
     for (; i + W <= n; i += W) vector_math<F>(B::load_unaligned(in + i)).store_unaligned(out + i);
   }
   for (; i < n; ++i) out[i] = scalar_math<F>(in[i]);
+}
+
+}  // namespace dimsum::kernels
+
+namespace dimsum::kernels {
+
+/// The scalar derivative F'(x) of F = gelu or gelu_tanh, as PyTorch's
+/// GeluBackward writes them: gelu' = Phi(x) + x phi(x) with phi(x) =
+/// e^(-x^2/2) / sqrt(2 pi); gelu_tanh' = (1 + t) / 2 + x (1 - t^2) c (1 +
+/// 3 a x^2) / 2, t = tanh(c (x + a x^3)), c = sqrt(2/pi), a = 0.044715.
+/// So +-inf gives NaN (inf times 0), as in PyTorch.
+template <math_fn F, class T>
+T scalar_math_grad(T x) {
+  static_assert(F == math_fn::gelu || F == math_fn::gelu_tanh, "dimsum: math_grad is defined for gelu and gelu_tanh");
+  if constexpr (F == math_fn::gelu) {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+    return cdf + x * pdf;
+  } else {
+    constexpr T c = T(0.79788456080286535588), a = T(0.044715);
+    const T t = std::tanh(c * (x + a * x * x * x));
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * a * x * x);
+  }
+}
+
+/// The vector form of scalar_math_grad on one batch (same formulas).
+template <math_fn F, class T, class A>
+xsimd::batch<T, A> vector_math_grad(const xsimd::batch<T, A>& x) {
+  using B = xsimd::batch<T, A>;
+  if constexpr (F == math_fn::gelu) {
+    const B cdf = B(T(0.5)) * (B(1) + detail::erf(x * B(T(0.70710678118654752440))));
+    const B pdf = detail::exp(B(T(-0.5)) * x * x) * B(T(0.39894228040143267794));
+    return cdf + x * pdf;
+  } else {
+    static_assert(F == math_fn::gelu_tanh);
+    const B c(T(0.79788456080286535588)), a(T(0.044715));
+    const B t = detail::tanh(c * (x + a * x * x * x));
+    return B(T(0.5)) * (B(1) + t) + B(T(0.5)) * x * (B(1) - t * t) * c * (B(1) + B(T(3)) * a * x * x);
+  }
+}
+
+/// out[i] = g[i] * F'(x[i]) for i < n (F = gelu or gelu_tanh): whole
+/// vectors where has_vector_math<F, T>, then scalar_math_grad on the tail.
+/// `out` may equal `g` (in place).
+template <math_fn F, class A = vector_math_arch, class T>
+void math_grad_contiguous(const T* x, const T* g, T* out, std::size_t n) noexcept {
+  static_assert(std::is_floating_point_v<T>);
+  std::size_t i = 0;
+  if constexpr (has_vector_math<F, T>) {
+    using B = xsimd::batch<T, A>;
+    constexpr std::size_t W = B::size;
+    for (; i + W <= n; i += W)
+      (B::load_unaligned(g + i) * vector_math_grad<F>(B::load_unaligned(x + i))).store_unaligned(out + i);
+  }
+  for (; i < n; ++i) out[i] = g[i] * scalar_math_grad<F>(x[i]);
+}
+
+}  // namespace dimsum::kernels
+
+namespace dimsum::kernels {
+
+/// out[r n + j] = op(x[r n + j], y[j]) for r < rows, j < n (op(y[j], x[r n
+/// + j]) when YFirst): an element-wise binary operation whose operand y is
+/// broadcast along rows (a bias added to every position), vectorised for
+/// float and double; op is applied to xsimd batches and to scalars alike.
+/// `out` may equal `x`.
+template <bool YFirst, class Op, class T, class A = vector_math_arch>
+void broadcast_rows(Op op, const T* x, const T* y, T* out, std::size_t rows, std::size_t n) noexcept {
+  auto apply = [&](const auto& xv, const auto& yv) { return YFirst ? op(yv, xv) : op(xv, yv); };
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    T* orow = out + r * n;
+    std::size_t j = 0;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      using B = xsimd::batch<T, A>;
+      for (; j + B::size <= n; j += B::size)
+        B(apply(B::load_unaligned(xr + j), B::load_unaligned(y + j))).store_unaligned(orow + j);
+    }
+    for (; j < n; ++j) orow[j] = apply(xr[j], y[j]);
+  }
 }
 
 }  // namespace dimsum::kernels

@@ -6,6 +6,9 @@
 /// integer tensor of ids with dims Ds..., it gathers rows of the table and
 /// returns a tensor with dims Ds..., Emb. An id outside [0, vocab) throws
 /// `shape_error` naming the id, where it was and the vocabulary size.
+/// `emb(tape, ids)` records the lookup on a tape with `weight` watched
+/// (`dimsum::lookup`), so backward scatters the rows' gradients into
+/// `weight.grad`, summed over repeated ids.
 
 #include <cstdint>
 #include <random>
@@ -14,6 +17,8 @@
 #include <boost/hana/define_struct.hpp>
 
 #include <dimsum/grad/parameter.hpp>
+#include <dimsum/grad/rules/embedding.hpp>
+#include <dimsum/grad/tape.hpp>
 #include <dimsum/io/npy.hpp>
 #include <dimsum/nn/init.hpp>
 
@@ -59,6 +64,14 @@ struct embedding {
       std::copy_n(table.data() + static_cast<std::size_t>(id) * width, width, out.data() + n * width);
     }
     return out;
+  }
+
+  /// The same on tape t, with `weight` watched: a var with dims Ds..., Emb
+  /// whose backward accumulates into `weight.grad` (PyTorch's `wte(ids)` in
+  /// a training loop; the ids are integers, so they are not a var).
+  template <class I, dimension... Ds>
+  auto operator()(grad::tape& t, const tensor<I, Ds...>& ids) {
+    return lookup<Vocab>(t.watch(weight), ids);
   }
 };
 

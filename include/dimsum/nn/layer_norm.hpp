@@ -5,7 +5,8 @@
 /// `parameter<T, D>`, as reflected members (`BOOST_HANA_DEFINE_STRUCT`), so
 /// a model that holds one has "ln.weight" and "ln.bias" in its state dict.
 /// Applied to a tensor it is `dimsum::layer_norm<D>` (ops/layer_norm.hpp);
-/// on a tape, `ln(tape, x)` records it with the parameters watched.
+/// on a var x, `ln(x)` records it on x's tape with the parameters watched
+/// (`ln(tape, x)` names the tape).
 ///
 ///     nn::layer_norm<float, d_model> ln(d_model{64});
 ///     tensor<float, batch, posn, d_model> h = ln(x);
@@ -17,6 +18,7 @@
 #include <dimsum/grad/parameter.hpp>
 #include <dimsum/grad/rules/layer_norm.hpp>
 #include <dimsum/grad/tape.hpp>
+#include <dimsum/nn/detail/on_tape.hpp>
 #include <dimsum/nn/init.hpp>
 #include <dimsum/ops/layer_norm.hpp>
 
@@ -42,6 +44,14 @@ struct layer_norm {
   template <named_expression X>
   auto operator()(X&& x) const {
     return dimsum::layer_norm<D>(std::forward<X>(x), weight.value, bias.value, eps);
+  }
+
+  /// The same on x's tape, for a var x: weight and bias are watched, so a
+  /// backward pass accumulates their gradients. A var on no tape throws
+  /// `grad::tape_error`.
+  template <grad::detail::var_like X>
+  auto operator()(X&& x) {
+    return (*this)(detail::tape_of_input(x, "nn::layer_norm"), std::forward<X>(x));
   }
 
   /// The same on tape t, for a var x: weight and bias are watched, so a

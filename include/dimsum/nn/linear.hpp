@@ -7,7 +7,12 @@
 /// `bias`, a `std::optional<parameter<T, Out>>` that is empty for a layer
 /// built without bias (PyTorch's `bias=None`: no "bias" key in its state
 /// dict). Applied to x, it contracts x's dim In and puts Out in its place:
-/// (batch, posn, In) -> (batch, posn, Out).
+/// (batch, posn, In) -> (batch, posn, Out). Applied to a `grad::var`, it
+/// records the same on the var's tape with its parameters watched, so a
+/// backward pass accumulates `weight.grad` and `bias->grad`:
+///
+///     auto y = lin(x);      // x: a var of tape t; y: a var (batch, posn, Out)
+///     auto z = lin(t, x);   // the same for a tensor x (a constant of tape t)
 
 #include <cmath>
 #include <cstdint>
@@ -17,7 +22,11 @@
 #include <boost/hana/define_struct.hpp>
 
 #include <dimsum/grad/parameter.hpp>
+#include <dimsum/grad/rules/einsum.hpp>
+#include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/grad/tape.hpp>
 #include <dimsum/io/npy.hpp>
+#include <dimsum/nn/detail/on_tape.hpp>
 #include <dimsum/nn/init.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/rename.hpp>
@@ -65,6 +74,29 @@ struct linear {
   /// x with dim In replaced by Out: y = x W^T + b.
   template <named_expression X>
   auto operator()(X&& x) const {
+    return apply(std::forward<X>(x), weight.value, [&]() -> const auto& { return bias->value; });
+  }
+
+  /// The same on a var x, recorded on x's tape with `weight` and `bias`
+  /// watched: backward accumulates their gradients (PyTorch's `lin(x)` in a
+  /// training loop). A var on no tape throws `grad::tape_error`.
+  template <grad::detail::var_like X>
+  auto operator()(X&& x) {
+    return (*this)(detail::tape_of_input(x, "nn::linear"), std::forward<X>(x));
+  }
+
+  /// The same on tape t for x a var of t or a tensor (a constant input).
+  template <class X>
+    requires(grad::detail::var_like<X> || named_expression<X>)
+  auto operator()(grad::tape& t, X&& x) {
+    return apply(std::forward<X>(x), t.watch(weight), [&] { return t.watch(*bias); });
+  }
+
+ private:
+  // y = x W^T (+ b) for a weight W and a bias b (bias() is called only
+  // when the layer has one): tensors, or vars of one tape.
+  template <class X, class W, class B>
+  auto apply(X&& x, const W& w, B&& bias_of) const {
     using L = dims_of_t<X>;
     using R = replace_dim_t<L, In, Out>;
     if constexpr (!contains_v<L, In>) {
@@ -73,9 +105,14 @@ struct linear {
     } else if constexpr (contains_v<L, Out> && In::name.view() != Out::name.view()) {
       dimsum::detail::report<linear_input_already_has_the_out_dim<diagnostic_name_t<Out>, diagnostic_dims_t<L>>>();
       return invalid_expression{};
+    } else if constexpr (grad::detail::any_var_v<X, W>) {
+      using V = grad::var_for_t<T, R>;
+      V y = [&]<dimension... O>(dim_list<O...>*) { return einsum<O...>(std::forward<X>(x), w); }(static_cast<R*>(nullptr));
+      if (bias) return V(std::move(y) + bias_of());
+      return y;
     } else {
-      auto y = dimsum::detail::make_einsum<R>(std::forward<X>(x), weight.value);
-      if (bias) return tensor_for_t<T, R>(std::move(y) + bias->value);
+      auto y = dimsum::detail::make_einsum<R>(std::forward<X>(x), w);
+      if (bias) return tensor_for_t<T, R>(std::move(y) + bias_of());
       return tensor_for_t<T, R>(std::move(y));
     }
   }

@@ -4,14 +4,18 @@
 /// the query-key distance, added to the attention scores instead of
 /// position embeddings. `alibi_slopes<T>(nheads{n})` gives the slopes;
 /// `relative_positions<T>(q_posn{n}, k_posn{m})` the key-minus-query
-/// distances; the bias is their outer product, added to the scores by
-/// name: `scores + outer(slopes, relative_positions<T>(q_posn{n}, k_posn{n}))`.
+/// distances, lazily (no table); the bias is their outer product, added to
+/// the scores by name: `scores + outer(slopes, relative_positions<T>(q_posn{n},
+/// k_posn{n}))`, or `scores + alibi<T>(nheads{h}, q_posn{n}, k_posn{n})`.
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <vector>
 
 #include <dimsum/core/diagnostics.hpp>
+#include <dimsum/ops/elementwise.hpp>
+#include <dimsum/plan/fusion_traits.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -53,23 +57,101 @@ tensor<T, H> alibi_slopes(const H& heads) {
   return t;
 }
 
-/// The distance from each query to each key, `j - (i + offset)`, as a
-/// tensor with dims (Q, K): negative for keys before the query (ALiBi's
-/// bias is a head's slope times it). `offset` is the position of the first
-/// query when the keys start at 0 (queries after a key/value cache). Q and
-/// K must be different dims. Example: `relative_positions<float>(q_posn{4},
-/// k_posn{4})` holds 0 on the diagonal, -1 just below it.
+/// A lazy key-minus-query distance over the dims (Q, K): the element at
+/// (i, j) is `j - (i + offset)`, computed from the indices when read, so no
+/// Q x K table exists (memory O(1)). Broadcast by name like any
+/// expression; the fusion patterns recognise `slope * relative_positions`
+/// (plan/fusion_patterns.hpp, `affine_bias`) and compute it inside the
+/// fused attention kernel a vector of keys at a time.
+template <class T, dimension Q, dimension K>
+class relative_positions_expr : public expression_tag {
+ public:
+  using value_type = T;
+  using dims = dim_list<Q, K>;
+  using query_dim = Q;
+  using key_dim = K;
+  static constexpr std::size_t rank = 2;
+  using fusion_traits = plan::relative_position_node<Q, K>;
+
+  relative_positions_expr(const Q& q, const K& k, std::size_t offset) : extents_{q.value, k.value}, offset_(offset) {
+    detail::check_static_extents<dims>(extents_, "relative_positions");
+  }
+
+  const std::array<std::size_t, 2>& extents() const { return extents_; }
+  /// The position of query 0 when key 0 is at position 0.
+  std::size_t offset() const { return offset_; }
+  /// The distance of key j from query i, `j - (i + offset)`, by name.
+  T operator()(const Q& i, const K& j) const {
+    return static_cast<T>(static_cast<double>(j.value) - static_cast<double>(i.value + offset_));
+  }
+  T operator()(const K& j, const Q& i) const { return (*this)(i, j); }
+
+  template <class Root>
+  auto evaluator() const {
+    constexpr std::size_t q = index_of<Root>(Q::name.view());
+    constexpr std::size_t k = index_of<Root>(K::name.view());
+    return evaluator_type<Root::size, q, k>{offset_};
+  }
+  void eval_to(const strided<T, 2>& dst) const {
+    auto ev = evaluator<dims>();
+    detail::run_elementwise(dst, ev);
+  }
+
+ private:
+  // Whichever of Q and K is the root's innermost dim is read from j; the
+  // other is fixed by seek. Distances are whole numbers, exact in T up to
+  // 2^24 (float) positions.
+  template <std::size_t R, std::size_t QP, std::size_t KP>
+  struct evaluator_type {
+    std::size_t offset;
+    std::size_t qi = 0, ki = 0;
+    void seek(const std::size_t* idx) {
+      if constexpr (QP != R - 1) qi = idx[QP];
+      if constexpr (KP != R - 1) ki = idx[KP];
+    }
+    T operator[](std::size_t j) const {
+      const std::size_t q = (QP == R - 1 ? j : qi) + offset;
+      const std::size_t k = KP == R - 1 ? j : ki;
+      return static_cast<T>(static_cast<double>(k) - static_cast<double>(q));
+    }
+  };
+
+  std::array<std::size_t, 2> extents_;
+  std::size_t offset_;
+};
+
+/// The distance from each query to each key, `j - (i + offset)`, as a lazy
+/// expression with dims (Q, K) (`relative_positions_expr`: no table is
+/// stored; assign it to a tensor to get one): negative for keys before the
+/// query (ALiBi's bias is a head's slope times it). `offset` is the
+/// position of the first query when the keys start at 0 (queries after a
+/// key/value cache). Q and K must be different dims. Example:
+/// `tensor<float, q_posn, k_posn> d = relative_positions<float>(q_posn{4},
+/// k_posn{4});` holds 0 on the diagonal, -1 just below it.
 template <class T = float, dimension Q, dimension K>
 auto relative_positions(const Q& q, const K& k, std::size_t offset = 0) {
   if constexpr (Q::name.view() == K::name.view()) {
     detail::report<relative_positions_query_and_key_are_the_same_dim<diagnostic_name_t<Q>>>();
     return invalid_expression{};
   } else {
-    tensor<T, Q, K> t(q, k);
-    for (std::size_t i = 0; i < q.value; ++i)
-      for (std::size_t j = 0; j < k.value; ++j)
-        t.data()[i * k.value + j] = static_cast<T>(static_cast<double>(j) - static_cast<double>(i + offset));
-    return t;
+    return relative_positions_expr<T, Q, K>(q, k, offset);
+  }
+}
+
+/// The ALiBi bias over (H, Q, K) as one lazy expression:
+/// `outer(alibi_slopes<T>(heads), relative_positions<T>(q, k, offset))`,
+/// the slopes (n values) owned by the expression, the distances computed
+/// when read: memory linear in the head count, none in the positions. Add
+/// it to the scores by name; the fused attention kernel computes it a
+/// vector at a time (plan/fusion_patterns.hpp). Example:
+/// `scores + alibi<float>(nheads{12}, q_posn{n}, k_posn{n})`.
+template <class T = float, dimension H, dimension Q, dimension K>
+auto alibi(const H& heads, const Q& q, const K& k, std::size_t offset = 0) {
+  if constexpr (Q::name.view() == K::name.view()) {
+    detail::report<relative_positions_query_and_key_are_the_same_dim<diagnostic_name_t<Q>>>();
+    return invalid_expression{};
+  } else {
+    return outer(alibi_slopes<T>(heads), relative_positions_expr<T, Q, K>(q, k, offset));
   }
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <dimsum/core/diagnostics.hpp>
+#include <dimsum/kernels/softmax.hpp>
 #include <dimsum/ops/map.hpp>
 #include <dimsum/ops/reduce.hpp>
 
@@ -27,17 +28,26 @@ struct log_softmax_dim_is_not_a_dim_of_the_tensor {
 namespace detail {
 /// log_softmax of x along D, computed stably: x - max - log(sum(exp(x - max))).
 /// A row that is -inf everywhere gives NaN, as torch does (its exps sum to 0).
+/// When D is x's last dim, on kernels::log_softmax_contiguous's rows.
 template <dimension D, class T, class L>
 tensor_for_t<T, L> log_softmax_values(const tensor_for_t<T, L>& x) {
-  using R = without_t<L, dim_list<D>>;
-  const tensor_for_t<T, R> m0 = dimsum::max<D>(x);
-  // A row of -inf keeps max -inf; subtract 0 there (-inf - -inf would be NaN
-  // before the sum): its entries stay -inf, then log(0) makes them NaN.
-  const tensor_for_t<T, R> m = dimsum::map([](T v) { return std::isinf(v) ? T(0) : v; }, m0);
-  const tensor_for_t<T, L> shifted = x - m;
-  const tensor_for_t<T, R> s = dimsum::sum<D>(dimsum::map([](T v) { return std::exp(v); }, shifted));
-  const tensor_for_t<T, R> lse = dimsum::map([](T v) { return std::log(v); }, s);
-  return shifted - lse;
+  if constexpr (L::names[L::size - 1] == D::name.view()) {  // contiguous rows: kernels/softmax.hpp
+    auto out = tensor_for_t<T, L>::from_extents(x.extents());
+    const std::size_t n = x.template extent<D>();
+    for (std::size_t r = 0; n > 0 && r < x.size() / n; ++r)
+      kernels::log_softmax_contiguous(x.data() + r * n, out.data() + r * n, n);
+    return out;
+  } else {
+    using R = without_t<L, dim_list<D>>;
+    const tensor_for_t<T, R> m0 = dimsum::max<D>(x);
+    // A row of -inf keeps max -inf; subtract 0 there (-inf - -inf would be NaN
+    // before the sum): its entries stay -inf, then log(0) makes them NaN.
+    const tensor_for_t<T, R> m = dimsum::map([](T v) { return std::isinf(v) ? T(0) : v; }, m0);
+    const tensor_for_t<T, L> shifted = x - m;
+    const tensor_for_t<T, R> s = dimsum::sum<D>(dimsum::map([](T v) { return std::exp(v); }, shifted));
+    const tensor_for_t<T, R> lse = dimsum::map([](T v) { return std::log(v); }, s);
+    return shifted - lse;
+  }
 }
 }  // namespace detail
 

@@ -21,8 +21,9 @@
 ///     `where(cond, value, x)` with any boolean mask or condition over some
 ///     of the scores' dims (broadcast by name);
 ///   - at most one bias, `x + b` or `b + x`, with b any expression over some
-///     of the scores' dims (ALiBi's slope times distance), evaluated row by
-///     row inside the kernel, never materialised.
+///     of the scores' dims, evaluated row by row inside the kernel, never
+///     materialised; `slope * relative_positions<Q, K>` (ALiBi,
+///     `affine_bias`) is computed by the kernel a vector at a time.
 /// The score einsum must contract exactly one dim (d) and keep the key dim
 /// K. Its other dims are batch dims in any order (at most
 /// `kernels::max_group_rank`), read with stride 0 by an operand that lacks
@@ -87,15 +88,13 @@ inline constexpr bool same_dims = dims_of_t<X>::size == dims_of_t<Y>::size && []
 /// What sits between the softmax and the score einsum: node E with traits Tr.
 /// `stages` counts the kernel's score stages, `biases` the additive terms
 /// (at most one fuses); `query` names the query dim a mask fixes (empty if
-/// none); `differentiable` says whether grad::fused_attention's backward
-/// (kernels/attention_backward.hpp) handles every link.
+/// none). grad::fused_attention's backward (kernels/attention_backward.hpp)
+/// differentiates every link.
 template <class E, class Tr = fusion_traits_t<E>>
 struct chain {
   static constexpr kind k = kind::none;
   static constexpr bool ok = false;
   static constexpr std::size_t stages = 0, biases = 0;
-  static constexpr bool differentiable = false;
-  static constexpr kind not_differentiable = kind::none;  // a link the backward lacks
   using base = void;
   static constexpr std::string_view query{};
   static constexpr bool masks_ok(std::string_view, std::string_view) { return false; }
@@ -106,23 +105,19 @@ struct chain<E, contraction_node<Out, A, B>> {
   static constexpr kind k = kind::base;
   static constexpr bool ok = true;
   static constexpr std::size_t stages = 0, biases = 0;
-  static constexpr bool differentiable = true;
-  static constexpr kind not_differentiable = kind::none;
   using base = E;
   static constexpr std::string_view query{};
   static constexpr bool masks_ok(std::string_view, std::string_view) { return true; }
 };
 
 /// A link K around the chain X (its stages, plus one; or plus one bias).
-template <kind K, class X, bool Differentiable = true>
+template <kind K, class X>
 struct wrap {
   using inner = chain<bare<X>>;
   static constexpr kind k = K;
   static constexpr bool is_bias = K == kind::bias_left || K == kind::bias_right;
   static constexpr bool ok = inner::ok;
   static constexpr std::size_t stages = inner::stages + (is_bias ? 0 : 1), biases = inner::biases + (is_bias ? 1 : 0);
-  static constexpr bool differentiable = inner::differentiable && Differentiable;
-  static constexpr kind not_differentiable = Differentiable ? inner::not_differentiable : K;
   using base = typename inner::base;
   static constexpr std::string_view query = inner::query;
   static constexpr bool masks_ok(std::string_view q, std::string_view key) { return inner::masks_ok(q, key); }
@@ -131,8 +126,8 @@ struct wrap {
 /// A causal or window mask link over dims Q, K around the chain X: the
 /// pattern's query and key dims must be these.
 template <kind K, class Q, class KD, class X>
-struct mask_wrap : wrap<K, X, K == kind::causal> {
-  using base_wrap = wrap<K, X, K == kind::causal>;
+struct mask_wrap : wrap<K, X> {
+  using base_wrap = wrap<K, X>;
   static constexpr std::string_view query = Q::name.view();
   static constexpr bool masks_ok(std::string_view q, std::string_view key) {
     return Q::name.view() == q && KD::name.view() == key && base_wrap::masks_ok(q, key) &&
@@ -173,10 +168,46 @@ inline constexpr bool cheap_bias =
     !is_scalar<B> && std::is_trivially_copy_constructible_v<decltype(std::declval<const bare<B>&>().template evaluator<dims_of_t<B>>())>;
 template <class E, class X, class B>
   requires(chain<bare<X>>::ok && same_dims<E, X> && cheap_bias<B>)
-struct chain<E, elementwise_node<pointwise::plus, X, B>> : wrap<kind::bias_right, X, false> {};
+struct chain<E, elementwise_node<pointwise::plus, X, B>> : wrap<kind::bias_right, X> {};
 template <class E, class B, class X>
   requires(chain<bare<X>>::ok && same_dims<E, X> && cheap_bias<B> && !(chain<bare<B>>::ok && same_dims<E, B>))
-struct chain<E, elementwise_node<pointwise::plus, B, X>> : wrap<kind::bias_left, X, false> {};
+struct chain<E, elementwise_node<pointwise::plus, B, X>> : wrap<kind::bias_left, X> {};
+
+/// Whether X is a key-minus-query distance (ops/alibi.hpp's
+/// relative_positions).
+template <class Tr>
+inline constexpr bool is_distance_traits = false;
+template <class Q, class K>
+inline constexpr bool is_distance_traits<relative_position_node<Q, K>> = true;
+template <class X>
+inline constexpr bool is_distance = is_distance_traits<fusion_traits_t<X>>;
+
+/// A bias B of the form `slope * relative_positions<Q, K>` (either order;
+/// ALiBi's `outer(slopes, distance)`): affine in the key index along a row,
+/// so the kernel computes it from the slope of the batch index, the row
+/// index and a vector iota, with no callback and no table. The slope is any
+/// expression (not a scalar) over dims other than Q and K, of the scores'
+/// value type T; it is materialised (one value per head). Any other bias
+/// takes the generic row callback. `ok` is false when B is not of this
+/// form; the runner also checks that Q and K are the pattern's query and
+/// key dims.
+template <class B, class T, class Tr = fusion_traits_t<B>>
+struct affine_bias {
+  static constexpr bool ok = false;
+};
+template <class B, class T, class X, class Y>
+  requires(is_distance<X> != is_distance<Y>)
+struct affine_bias<B, T, elementwise_node<pointwise::multiply, X, Y>> {
+  static constexpr std::size_t distance_operand = is_distance<Y> ? 1 : 0;
+  using distance = bare<std::conditional_t<is_distance<Y>, Y, X>>;
+  using slope = bare<std::conditional_t<is_distance<Y>, X, Y>>;
+  using query_dim = typename fusion_traits_t<distance>::query_dim;
+  using key_dim = typename fusion_traits_t<distance>::key_dim;
+  static constexpr bool ok = !is_scalar<slope> && std::is_same_v<value_type_of_t<slope>, T> &&
+                             std::is_same_v<value_type_of_t<distance>, T> &&
+                             index_of<dims_of_t<slope>>(query_dim::name.view()) == dimsum::detail::npos &&
+                             index_of<dims_of_t<slope>>(key_dim::name.view()) == dimsum::detail::npos;
+};
 
 template <class E, class Q, class K, class X>
 struct chain<E, causal_mask_node<Q, K, X>> : mask_wrap<kind::causal, Q, K, X> {};
@@ -320,54 +351,7 @@ struct match<E, contraction_node<Out, A, B>> {
     }
   }();
   static constexpr bool value = facts.ok;
-  /// Whether the backward of grad::fused_attention handles every link
-  /// (scales, causal masks, boolean masks; not windows, offsets or biases),
-  /// and if not, which link it lacks.
-  static constexpr kind not_differentiable = [] {
-    if constexpr (p_index == 2)
-      return kind::none;
-    else
-      return chain<typename softmax_parts<bare<std::tuple_element_t<p_index, std::tuple<A, B>>>>::scores>::not_differentiable;
-  }();
-  static constexpr bool differentiable = p_index != 2 && not_differentiable == kind::none;
 };
-
-/// The links the fused backward lacks, as diagnostics name them.
-struct window_mask_stage {};
-struct additive_bias_stage {};
-
-}  // namespace dimsum::plan::fusion
-
-namespace dimsum {
-
-/// Checker: grad::fused_attention over a pattern whose stage Stage (a
-/// window mask, an additive bias) the fused backward does not
-/// differentiate; KeyDim is the softmax's dim.
-template <class KeyDim, class Stage>
-struct fused_attention_backward_lacks_a_stage {
-  static_assert(detail::always_false<KeyDim, Stage>,
-                "dimsum: grad::fused_attention differentiates scales, causal_mask and boolean masks only; this "
-                "attention has a window_mask or an additive bias on its scores: write it on vars without "
-                "fused_attention (unfused), or use causal_mask");
-};
-
-}  // namespace dimsum
-
-namespace dimsum::plan::fusion {
-
-/// Reports (one `dimsum:` error) when the fused attention E has a stage the
-/// fused backward lacks; grad::fused_attention calls it, so a variant is
-/// never silently mis-differentiated.
-template <class E>
-constexpr void require_differentiable() {
-  using M = match<bare<E>>;
-  if constexpr (M::value && !M::differentiable) {
-    using stage = std::conditional_t<M::not_differentiable == kind::window, window_mask_stage, additive_bias_stage>;
-    using P = bare<std::tuple_element_t<M::p_index, typename bare<E>::operands_type>>;
-    using key_dim = typename softmax_parts<P>::dim;
-    dimsum::detail::report<fused_attention_backward_lacks_a_stage<diagnostic_name_t<key_dim>, stage>>();
-  }
-}
 
 }  // namespace dimsum::plan::fusion
 
@@ -379,15 +363,10 @@ namespace dimsum {
 template <class E>
 inline constexpr bool uses_fused_attention_v = plan::fusion::match<std::remove_cvref_t<E>>::value;
 
-/// True when E takes the fused path and the fused backward
-/// (grad::fused_attention) differentiates every stage of it.
+/// True when E takes the fused path: the fused backward
+/// (grad::fused_attention) differentiates every stage of it (scales, causal
+/// and window masks, boolean masks, the bias; the bias is a constant).
 template <class E>
-inline constexpr bool fused_attention_is_differentiable_v = [] {
-  using M = plan::fusion::match<std::remove_cvref_t<E>>;
-  if constexpr (M::value)
-    return M::differentiable;
-  else
-    return false;
-}();
+inline constexpr bool fused_attention_is_differentiable_v = uses_fused_attention_v<E>;
 
 }  // namespace dimsum

@@ -55,6 +55,16 @@ struct window_mask_node {
   using operand = X;
 };
 
+/// The key-minus-query distance `j - (i + offset())` over query dim `Q` and
+/// key dim `K`, computed from the indices (ops/alibi.hpp's
+/// relative_positions): a slope times it is an affine bias the attention
+/// kernel computes itself.
+template <class Q, class K>
+struct relative_position_node {
+  using query_dim = Q;
+  using key_dim = K;
+};
+
 /// The element-wise operations fusion patterns tell apart.
 enum class pointwise { other, multiply, divide, masked_fill, plus, where };
 

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Activations and unary maths on vars, computed directly in their rules:
+/// Activations and unary maths on vars, computed directly in their rules
+/// (gelu and gelu_tanh on the vectorised kernels of kernels/vector_math.hpp):
 /// `relu`, `gelu` (exact, with erf), `gelu_tanh` (PyTorch's
 /// `approximate='tanh'`), `tanh`, `log`. Each keeps the var's dims.
 ///
@@ -10,21 +11,34 @@
 #include <numbers>
 
 #include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/kernels/vector_math.hpp>
 
 namespace dimsum::grad::detail {
-/// Records y = f(x) element-wise with gradient g * df(x, y).
+/// Records y = f(x) element-wise with gradient g * df(x, y), computed in
+/// g's buffer, which then becomes (or is added to) x's gradient.
 template <class V, class F, class DF>
 auto record_unary(const V& v, F f, DF df) {
   using T = typename V::value_type;
-  return record_op(map(v.value(), f), [v, df](const auto& g, const auto& out) {
-    auto d = tensor_for_t<T, typename V::dims>::from_extents(out.extents());
+  return record_op(map(v.value(), f), [v, df](auto& g, const auto& out) {
     const T* x = v.value().data();
     const T* y = out.data();
-    const T* gp = g.data();
-    T* dp = d.data();
-    for (std::size_t i = 0, n = d.size(); i < n; ++i) dp[i] = gp[i] * df(x[i], y[i]);
-    v.node()->accumulate_raw(dp);
+    T* gp = g.data();
+    for (std::size_t i = 0, n = g.size(); i < n; ++i) gp[i] *= df(x[i], y[i]);
+    v.node()->accumulate(std::move(g));
   }, v);
+}
+
+/// Records y = F(x) (kernels::math_fn F, vectorised) with gradient
+/// g * F'(x) (kernels::math_grad_contiguous), computed in g's buffer.
+template <kernels::math_fn F, class V>
+auto record_vector_unary(const V& v) {
+  using T = typename V::value_type;
+  auto y = uninitialized_tensor<typename V::tensor_type>(v.value().extents());
+  kernels::math_contiguous<F>(v.value().data(), y.data(), y.size());
+  return record(v.owner(), std::move(y), v.requires_grad(), [v](auto& g, const auto&) {
+    kernels::math_grad_contiguous<F>(v.value().data(), static_cast<const T*>(g.data()), g.data(), g.size());
+    v.node()->accumulate(std::move(g));
+  });
 }
 }  // namespace dimsum::grad::detail
 
@@ -38,32 +52,18 @@ auto relu(V&& v) {
       v, [](T x) { return x > T(0) ? x : T(0); }, [](T x, T) { return x > T(0) ? T(1) : T(0); });
 }
 
-/// GELU of a var, exact form x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (torch's default).
+/// GELU of a var, exact form x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (torch's
+/// default); its gradient is Phi(x) + x phi(x). Both vectorised for float.
 template <grad::detail::var_like V>
 auto gelu(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_unary(
-      v, [](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2))); },
-      [](T x, T) {
-        const T cdf = T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
-        const T pdf = std::exp(T(-0.5) * x * x) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-        return cdf + x * pdf;
-      });
+  return grad::detail::record_vector_unary<kernels::math_fn::gelu>(v);
 }
 
 /// GELU of a var, tanh form x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
-/// (torch's `approximate='tanh'`).
+/// (torch's `approximate='tanh'`). Vectorised for float and double.
 template <grad::detail::var_like V>
 auto gelu_tanh(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  constexpr T c = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
-  constexpr T a = T(0.044715);
-  return grad::detail::record_unary(
-      v, [](T x) { return T(0.5) * x * (T(1) + std::tanh(c * (x + a * x * x * x))); },
-      [](T x, T) {
-        const T t = std::tanh(c * (x + a * x * x * x));
-        return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * a * x * x);
-      });
+  return grad::detail::record_vector_unary<kernels::math_fn::gelu_tanh>(v);
 }
 
 /// tanh of a var; the gradient is g (1 - tanh^2).

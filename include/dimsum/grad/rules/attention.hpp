@@ -8,7 +8,11 @@
 /// plan/fusion_patterns.hpp (`uses_fused_attention_v`) with q, k, v as the
 /// einsums' operands as they are. The node saves the output and one
 /// log-sum-exp per query row; backward calls f again (the masks it holds
-/// are re-materialised; a mask tensor f captures must outlive backward).
+/// are re-materialised; a mask or bias tensor f captures must outlive
+/// backward). Every stage the pattern fuses is differentiated: scales,
+/// causal and window masks (with offsets), boolean masks, and one additive
+/// bias, which is a constant (f builds it from tensors; no gradient flows
+/// into it, e.g. into ALiBi's slopes).
 ///
 ///     auto z = dimsum::grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
 ///       return dimsum::einsum<"b i h d_head, b j h d_head -> b h i j">(q, k) ... ;
@@ -44,9 +48,9 @@ struct fused_attention_operands_have_different_value_types {
 template <class Result, class Q, class K, class V>
 struct fused_attention_f_does_not_return_the_attention_pattern {
   static_assert(detail::always_false<Result, Q, K, V>,
-                "dimsum: grad::fused_attention(q, k, v, f): f must return einsum(softmax<K>(scale and masks of "
-                "einsum(q, k)), v), the fused attention pattern (plan/fusion_patterns.hpp), with q, k and v as the "
-                "einsums' operands");
+                "dimsum: grad::fused_attention(q, k, v, f): f must return einsum(softmax<K>(scales, masks and a lazy "
+                "bias of einsum(q, k)), v), the fused attention pattern (plan/fusion_patterns.hpp), with q, k and v as "
+                "the einsums' operands");
 };
 
 }  // namespace dimsum
@@ -73,7 +77,6 @@ using diagnostic_of_t = typename diagnostic_of<std::remove_cvref_t<X>>::type;
 template <class Q, class K, class V, class F>
 auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
   using E = decltype(f(q.value(), k.value(), v.value()));
-  plan::fusion::require_differentiable<E>();  // a stage the backward lacks: one dimsum: error
   using T = value_type_of_t<E>;
   using Out = tensor_for_t<T, dims_of_t<E>>;
   constexpr std::size_t R = Out::rank;

@@ -66,8 +66,21 @@ void einsum_grad_to(const T* g, const std::array<std::size_t, FlatOut::size>& ge
   }(std::make_index_sequence<n - 1>{});
   using TJ = tensor_for_t<T, FJ>;
   if constexpr (Keep::size == FJ::size) {
-    const TJ full = std::move(contraction);
-    nj.accumulate_raw(full.data());
+    // Straight into operand J's gradient, which has the flat dims' layout:
+    // added by the GEMM kernel (beta = 1) when there is one, else written.
+    const auto& ext = std::get<J>(exts);
+    auto& grad = nj.grad;
+    using Node = std::remove_cvref_t<decltype(nj)>;
+    if (!nj.has_grad) {
+      grad = uninitialized_tensor<typename Node::tensor_type>(nj.value().extents());
+      contraction.eval_to(strided<T, FJ::size>{grad.data(), ext, dimsum::detail::row_major_strides(ext)});
+      nj.has_grad = true;
+    } else if constexpr (decltype(contraction)::uses_gemm) {
+      contraction.accumulate_to(strided<T, FJ::size>{grad.data(), ext, dimsum::detail::row_major_strides(ext)});
+    } else {
+      const TJ full = std::move(contraction);
+      nj.accumulate_raw(full.data());
+    }
   } else {
     const tensor_for_t<T, Keep> reduced = std::move(contraction);
     const TJ full = TJ::from_extents(std::get<J>(exts)) + reduced;

@@ -13,19 +13,22 @@
 #include <utility>
 
 #include <dimsum/grad/tape.hpp>
+#include <dimsum/kernels/vector_math.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>
+#include <dimsum/ops/reduce.hpp>
 
 namespace dimsum::grad::detail {
 
 /// e summed onto the dims L (a subset of e's dims): the gradient of a
-/// broadcast operand.
+/// broadcast operand. A sum over the dims L lacks (kernels/reduce.hpp:
+/// vectorised down the columns of a bias gradient), into e's order of L.
 template <class L, class E>
 decltype(auto) reduce_to(E&& e) {
   if constexpr (same_name_set_v<L, dims_of_t<E>>)
     return std::forward<E>(e);
   else
-    return dimsum::detail::make_einsum<L>(std::forward<E>(e));
+    return reduce_expr<kernels::reduce_op::sum, without_t<dims_of_t<E>, L>, E>(std::forward<E>(e));
 }
 
 /// Adds the gradient contribution e to operand x, summed onto x's dims;
@@ -60,26 +63,113 @@ tensor<T, Ds...> map(const tensor<T, Ds...>& t, F f) {
   return r;
 }
 
+/// Whether X is a var with every dim of L (a gradient of dims L needs no
+/// sum to reach it).
+template <class X, class L>
+inline constexpr bool has_all_dims_of = [] {
+  if constexpr (var_like<X>)
+    return same_name_set_v<typename std::remove_cvref_t<X>::dims, L>;
+  else
+    return false;
+}();
+
+/// g *= v (v a scalar or a tensor whose dims are among g's), in g's own
+/// buffer, which is returned as an rvalue to be moved on.
+template <class G, class V>
+G&& times_in_place(G& g, const V& v) {
+  auto product = g * v;
+  static_assert(same_names_in_order<dims_of_t<decltype(product)>, dims_of_t<G>>());
+  product.eval_to(strided<value_type_of_t<G>, G::rank>{g.data(), g.extents(), g.strides()});
+  return std::move(g);
+}
+
 template <class A, class B>
 concept var_operands = (var_like<A> || var_like<B>) && (var_like<A> || named_expression<A> || scalar<A>) &&
                        (var_like<B> || named_expression<B> || scalar<B>);
+
+template <class X>
+inline constexpr bool is_tensor_v = false;
+template <class T, dimension... Ds>
+inline constexpr bool is_tensor_v<tensor<T, Ds...>> = true;
+
+/// Whether the dims S are the last dims of L, in the same order.
+template <class S, class L>
+constexpr bool is_dims_suffix() {
+  if (S::size > L::size) return false;
+  for (std::size_t i = 0; i < S::size; ++i)
+    if (S::names[i] != L::names[L::size - S::size + i]) return false;
+  return true;
+}
+
+/// The value of a op b for tensors or scalars a and b: when b's dims are
+/// the last dims of a (a bias, or equal dims; the result then has a's dims
+/// in a's order, as the element-wise expression's) and the extents agree,
+/// kernels::broadcast_rows computes it; otherwise the element-wise
+/// expression (which checks extents and broadcasts by name).
+template <class Op, class A, class B>
+auto binary_value(const A& a, const B& b) {
+  if constexpr (is_tensor_v<A> && is_tensor_v<B>) {
+    using E = decltype(dimsum::detail::binary<Op>(a, b));
+    if constexpr (is_invalid_v<E>) {
+      return dimsum::detail::binary<Op>(a, b);  // the error is reported there
+    } else {
+      using R = tensor_for_t<value_type_of_t<E>, dims_of_t<E>>;  // a dim static on one side is static here
+      if constexpr (std::is_same_v<value_type_of_t<A>, value_type_of_t<B>> &&
+                    std::is_same_v<value_type_of_t<A>, value_type_of_t<E>> &&
+                    is_dims_suffix<dims_of_t<B>, dims_of_t<A>>() && same_names_in_order<dims_of_t<E>, dims_of_t<A>>()) {
+        constexpr std::size_t off = A::rank - B::rank;
+        bool agree = true;
+        for (std::size_t i = 0; i < B::rank; ++i) agree = agree && b.extents()[i] == a.extents()[off + i];
+        for (std::size_t i = 0; i < A::rank; ++i)
+          agree = agree && (R::dims::static_extents[i] == dynamic || R::dims::static_extents[i] == a.extents()[i]);
+        if (agree) {
+          auto out = uninitialized_tensor<R>(a.extents());
+          const std::size_t n = b.size();
+          kernels::broadcast_rows<false>(Op{}, a.data(), b.data(), out.data(), n == 0 ? 0 : a.size() / n, n);
+          return out;
+        }
+      }
+      return R(dimsum::detail::binary<Op>(a, b));  // checks extents and throws shape_error
+    }
+  } else {
+    return dimsum::detail::binary<Op>(a, b);
+  }
+}
 
 template <class Op, class A0, class B0>
 auto var_binary(A0&& a0, B0&& b0) {
   auto a = lift(std::forward<A0>(a0));
   auto b = lift(std::forward<B0>(b0));
   return record_op(
-      dimsum::detail::binary<Op>(value_of(a), value_of(b)),
-      [a, b](const auto& g, const auto& out) {
-        if constexpr (std::is_same_v<Op, ops::plus>) {
-          send(a, g);
-          send(b, g);
-        } else if constexpr (std::is_same_v<Op, ops::minus>) {
-          send(a, g);
-          send(b, g * value_type_of_t<decltype(g)>(-1));
+      binary_value<Op>(value_of(a), value_of(b)),
+      [a, b](auto& g, const auto& out) {
+        using T = value_type_of_t<decltype(g)>;
+        using G = dims_of_t<decltype(g)>;
+        if constexpr (std::is_same_v<Op, ops::plus> || std::is_same_v<Op, ops::minus>) {
+          // g's buffer itself goes on to one operand (moved in), negated in
+          // place for minus's b; a broadcast operand (a bias) is summed from
+          // g first, so that the move goes to the operand with g's dims.
+          if (!needs_grad(b)) return send(a, std::move(g));
+          if constexpr (std::is_same_v<Op, ops::plus> && has_all_dims_of<decltype(a), G> &&
+                        !has_all_dims_of<decltype(b), G>) {
+            send(b, g);
+            send(a, std::move(g));
+          } else {
+            send(a, g);
+            if constexpr (std::is_same_v<Op, ops::minus>) {
+              T* p = g.data();
+              for (std::size_t i = 0, n = g.size(); i < n; ++i) p[i] = -p[i];
+            }
+            send(b, std::move(g));
+          }
         } else if constexpr (std::is_same_v<Op, ops::multiplies>) {
+          // The last product that is needed is computed in g's buffer.
+          if (!needs_grad(b) && has_all_dims_of<decltype(a), G>) return send(a, times_in_place(g, value_of(b)));
           send(a, g * value_of(b));
-          send(b, g * value_of(a));
+          if constexpr (has_all_dims_of<decltype(b), G>)
+            send(b, times_in_place(g, value_of(a)));
+          else
+            send(b, g * value_of(a));
         } else {
           static_assert(std::is_same_v<Op, ops::divides>);
           send(a, g / value_of(b));

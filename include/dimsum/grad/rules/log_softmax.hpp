@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/kernels/vector_math.hpp>
 #include <dimsum/ops/cross_entropy.hpp>
 #include <dimsum/ops/log_softmax.hpp>
 #include <dimsum/ops/reduce.hpp>
@@ -68,11 +69,12 @@ auto cross_entropy(V&& logits, Targets&& targets, reduction how = reduction::mea
                                 [x, ls = std::move(p.log_probs), ids = std::move(p.ids), scale = p.scale,
                                  classes](const tensor<T>& g, const tensor<T>&) {
       // (softmax - one_hot(target)) * g * scale, in (R..., Class) order.
-      tensor_for_t<T, RC> d = grad::detail::map(ls, [](T y) { return std::exp(y); });
+      auto d = grad::detail::uninitialized_tensor<tensor_for_t<T, RC>>(ls.extents());
+      kernels::math_contiguous<kernels::math_fn::exp>(ls.data(), d.data(), d.size());
       for (std::size_t n = 0; n < ids.size(); ++n) d.data()[n * classes + static_cast<std::size_t>(ids.data()[n])] -= T(1);
       const T f = g.item() * scale;
       for (auto& e : d.storage()) e *= f;
-      x.node()->accumulate(d);
+      x.node()->accumulate(std::move(d));
     });
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The blocked GEMM driver (BLIS loop order) and its thread split.
+/// The blocked GEMM driver (BLIS loop order).
 ///
 ///   for jc in N step NC           C/B column block
 ///     for pc in K step KC         pack B[pc:+KC, jc:+NC] into KC x NR panels
@@ -9,12 +9,8 @@
 ///           for ir in MC step MR  A micro-panels from the L2-resident block
 ///             micro-kernel        MR x NR tile of C in registers
 ///
-/// Threads split (batch index) x (M or N range) into independent work items,
-/// each running the loops above on its own rectangle of C with its own
-/// packing buffer: no shared writes, no barriers. Every element of C sees the
-/// same sequence of operations whatever the split (the K blocking and the
-/// tile grid do not depend on it), so results are bit-identical for any
-/// thread count.
+/// This file holds the loops on one thread (a rectangle of C, or one M
+/// block of a team); gemm_threads.hpp splits a call over threads.
 
 #include <algorithm>
 #include <cstddef>
@@ -184,14 +180,16 @@ struct block_plan {
   std::size_t bytes_b() const { return round_up(round_up(nc, Blk::nr) * kc * sizeof(T), scratch_alignment); }
 };
 
-/// Packs B[pc:pc+kc, jc:jc+nc] into NR-wide panels.
+/// Packs B[pc:pc+kc, jc:jc+nc] into NR-wide panels; or only its columns
+/// [jr0, jr1) (multiples of NR, or jr1 == nc), into the same places.
 template <class T, class Blk>
 void pack_b_block(const gemm_problem<T>& p, const T* b, std::size_t jc, std::size_t nc,
-                  std::size_t pc, std::size_t kc, T* packed_b) {
+                  std::size_t pc, std::size_t kc, T* packed_b, std::size_t jr0 = 0,
+                  std::size_t jr1 = std::size_t(-1)) {
   constexpr std::size_t NR = Blk::nr;
   std::ptrdiff_t k_off[Blk::kc], col[NR];
   fill_offsets(p.k, p.k.stride_b, pc, kc, k_off);
-  for (std::size_t jr = 0; jr < nc; jr += NR) {
+  for (std::size_t jr = jr0; jr < std::min(nc, jr1); jr += NR) {
     const std::size_t nr = std::min(NR, nc - jr);
     fill_offsets(p.n, p.n.stride_b, jc + jr, nr, col);
     pack_panel<NR>(packed_b + jr * kc, b, k_off, kc, col, nr, p.b_n_unit || consecutive(col, nr), p.b_k_unit);
@@ -315,72 +313,6 @@ void scale_c(const gemm_problem<T>& p) {
       }
     }
   }
-}
-
-template <class T, class Arch, class Blk>
-void contract_blocked(const contraction_args<T>& args) {
-  const std::size_t nb = args.batch.size();
-  gemm_problem<T> p{};
-  p.a = args.a;
-  p.b = args.b;
-  p.c = args.c;
-  p.nm = args.m.size();
-  p.nn = args.n.size();
-  p.nk = args.k.size();
-  if (nb == 0 || p.nm == 0 || p.nn == 0) return;
-  p.batch = canonical_group(args.batch, operand_a | operand_b | operand_c);
-  p.m = canonical_group(args.m, operand_a | operand_c);
-  p.bias = args.bias;
-  if (args.bias) {
-    // The bias's N strides ride in the N group's unused A slot, so its dims
-    // merge only where the bias is contiguous too.
-    dim_group n = args.n;
-    n.stride_a = args.bias_n;
-    p.n = canonical_group(n, operand_a | operand_b | operand_c);
-  } else {
-    p.n = canonical_group(args.n, operand_b | operand_c);
-  }
-  p.k = canonical_group(args.k, operand_a | operand_b);
-  p.alpha = args.alpha;
-  p.beta = args.beta;
-  if (p.nk == 0) {
-    scale_c(p);
-    return;
-  }
-  p.a_m_unit = unit_stride(p.m, p.m.stride_a);
-  p.a_k_unit = unit_stride(p.k, p.k.stride_a);
-  p.b_k_unit = unit_stride(p.k, p.k.stride_b);
-  p.b_n_unit = unit_stride(p.n, p.n.stride_b);
-  p.c_n_unit = unit_stride(p.n, p.n.stride_c);
-
-  const std::size_t threads = threads_for_flops(2.0 * double(nb) * double(p.nm) * double(p.nn) * double(p.nk));
-  const std::size_t tiles_m = (p.nm + Blk::mr - 1) / Blk::mr;
-  const std::size_t tiles_n = (p.nn + Blk::nr - 1) / Blk::nr;
-
-  // Independent work items, one thread each: every batch index times `parts`
-  // ranges of M or N (MR / NR aligned), `parts` chosen so the items divide
-  // evenly among the threads. Splitting M makes each item pack all of B,
-  // splitting N all of A: split the one that repacks less. (A team sharing
-  // one packed B block behind barriers was measured too: no faster on 2
-  // cores, and slower whenever another process takes a core.)
-  bool split_m = p.nn <= p.nm;
-  std::size_t parts = threads / std::gcd(nb, threads);
-  if ((split_m ? tiles_m : tiles_n) < parts && (split_m ? tiles_n : tiles_m) > (split_m ? tiles_m : tiles_n))
-    split_m = !split_m;
-  parts = std::min(parts, split_m ? tiles_m : tiles_n);
-  const std::size_t tiles_per_part = ((split_m ? tiles_m : tiles_n) + parts - 1) / parts;
-  const std::size_t step = tiles_per_part * (split_m ? Blk::mr : Blk::nr);
-  auto work = [&](std::size_t item) {
-    const std::size_t bi = item / parts, part = item % parts;
-    const std::size_t extent = split_m ? p.nm : p.nn;
-    const std::size_t lo = std::min(extent, part * step), hi = std::min(extent, lo + step);
-    if (lo == hi) return;
-    if (split_m)
-      gemm_rectangle<T, Arch, Blk>(p, bi, lo, hi, 0, p.nn);
-    else
-      gemm_rectangle<T, Arch, Blk>(p, bi, 0, p.nm, lo, hi);
-  };
-  parallel_for(nb * parts, work, threads);
 }
 
 }  // namespace dimsum::kernels::detail

@@ -16,11 +16,13 @@
 /// returns only when `joined` is 0 with the job closed, so the job (on the
 /// caller's stack) outlives every reader.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -86,21 +88,64 @@ class thread_pool {
     state_.notify_all();
 
     in_pool_job() = true;
+    const auto started = clock::now();
     work(j);
     in_pool_job() = false;
 
     // Close the job to latecomers, then wait for the items others started.
     std::uint32_t now = state_.fetch_and(~open_bit, std::memory_order_acq_rel) & ~open_bit;
-    for (int spins = 0; (now & joined_mask) != 0; now = state_.load(std::memory_order_acquire)) {
-      if (spins < spin_limit) {
-        ++spins;
-        cpu_relax();
-      } else {
-        state_.wait(now, std::memory_order_acquire);
+    if ((now & joined_mask) != 0) {
+      const auto own_done = clock::now();
+      for (int spins = 0; (now & joined_mask) != 0; now = state_.load(std::memory_order_acquire)) {
+        if (spins < spin_limit) {
+          ++spins;
+          cpu_relax();
+        } else {
+          state_.wait(now, std::memory_order_acquire);
+        }
       }
+      // Waiting far longer for a started item than this thread's own share
+      // took: the OS took the core from a worker mid-item (another process
+      // wants it). Remember when, for `recently_stalled`.
+      const auto waited = clock::now() - own_done;
+      if (waited > stall_slack + 4 * (own_done - started)) note_stall(clock::now().time_since_epoch().count());
     }
     job_.store(nullptr, std::memory_order_relaxed);
     if (j.error) std::rethrow_exception(j.error);
+  }
+
+  /// Whether a job had to wait for a worker that the OS had descheduled
+  /// mid-item (see `run`) within the stall window: the cores are shared
+  /// with other work, and a small job is better run on the caller alone.
+  /// The window is 50 ms after a first stall and doubles (up to 1.6 s) for
+  /// each stall that follows soon after the previous window ended: on a
+  /// machine that stays busy, the probes (the small jobs that try the
+  /// workers again) become rare, since each may cost a time slice.
+  bool recently_stalled() const noexcept {
+    const auto last = last_stall_.load(std::memory_order_relaxed);
+    return last != never && clock::now().time_since_epoch().count() - last < stall_window();
+  }
+
+  /// The current stall window, in steady_clock ticks.
+  std::chrono::steady_clock::rep stall_window() const noexcept {
+    return stall_memory_ticks << stall_streak_.load(std::memory_order_relaxed);
+  }
+
+  /// Records a stall at steady_clock time `now` (in ticks since its epoch):
+  /// called by `run` for the job holding the pool, and by tests.
+  void note_stall(std::chrono::steady_clock::rep now) noexcept {
+    const auto last = last_stall_.load(std::memory_order_relaxed);
+    const int streak = stall_streak_.load(std::memory_order_relaxed);
+    // Another stall within twice the window: the machine stays busy.
+    const bool again = last != never && now - last < 2 * stall_window();
+    stall_streak_.store(again ? std::min(streak + 1, max_stall_streak) : 0, std::memory_order_relaxed);
+    last_stall_.store(now, std::memory_order_relaxed);
+  }
+
+  /// Forgets past stalls (tests start from a known state).
+  void forget_stalls() noexcept {
+    last_stall_.store(never, std::memory_order_relaxed);
+    stall_streak_.store(0, std::memory_order_relaxed);
   }
 
   /// Workers started so far (they stay until the program ends).
@@ -128,6 +173,17 @@ class thread_pool {
   // About 10-40 us of pause instructions: long enough to catch the next
   // kernel of a forward pass, short enough not to steal a busy core for long.
   static constexpr int spin_limit = 1 << 11;
+
+  using clock = std::chrono::steady_clock;
+  // A wait counts as a stall past this plus 4x the caller's own share; the
+  // OS's time slices are milliseconds, a normal wait microseconds.
+  static constexpr clock::duration stall_slack = std::chrono::microseconds(50);
+  // How long a first stall keeps small jobs on one thread (the stall
+  // window); the first small job after it probes the workers again.
+  static constexpr auto stall_memory_ticks =
+      std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(50)).count();
+  static constexpr int max_stall_streak = 5;  // windows of 50 ms << streak: up to 1.6 s
+  static constexpr clock::rep never = std::numeric_limits<clock::rep>::min();
 
   thread_pool() = default;
 
@@ -188,6 +244,8 @@ class thread_pool {
   std::atomic<std::uint32_t> state_{0};
   std::atomic<job*> job_{nullptr};
   std::atomic<bool> stopping_{false};
+  std::atomic<clock::rep> last_stall_{never};
+  std::atomic<int> stall_streak_{0};
 };
 
 }  // namespace dimsum::kernels::detail

@@ -4,13 +4,16 @@
 /// (weight matrices (d_in, d_out) from torch.rand) and SelfAttention_v2
 /// (nn.Linear layers, optional qkv bias): x (Token, DIn) -> context (Token,
 /// DOut), scores scaled by 1/sqrt(extent of DOut), softmax over the key
-/// tokens. See examples/seed004_self_attention.cpp.
+/// tokens. `self_attention_v2` called on a `grad::var` records on its tape
+/// (tests/unit/nn_tape.cpp). See examples/seed004_self_attention.cpp.
 
 #include <cmath>
 #include <cstdint>
 
 #include <boost/hana/define_struct.hpp>
 
+#include <dimsum/grad/rules/rename.hpp>
+#include <dimsum/grad/rules/softmax.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/tensor/concepts.hpp>
@@ -40,31 +43,39 @@ inline constexpr bool is_token_input_v = dims_of_t<X>::size == 2 && contains_v<d
 }  // namespace detail
 
 namespace detail {
+// What both versions do after their projections, on tensors (scores and
+// weights: the trace's) or on vars of one tape (scores and weights: vars).
+template <class T, dimension Token, dimension DOut, class Q, class K, class V, class S>
+auto self_attend(const Q& queries, const K& keys, const V& values, S& attn_scores, S& attn_weights) {
+  using KT = key_position<Token>;
+  const T d_k = static_cast<T>(std::sqrt(double(keys.template extent<DOut>())));
+  attn_scores = einsum<Token, KT>(queries, rename<Token, KT>(keys));  // queries @ keys.T
+  attn_weights = softmax<KT>(attn_scores / d_k);
+  return einsum<Token, DOut>(attn_weights, rename<Token, KT>(values));  // attn_weights @ values
+}
 template <class T, dimension Token, dimension DOut>
 tensor<T, Token, DOut> self_attend(self_attention_trace<T, Token, DOut>& t) {
-  using KT = key_position<Token>;
-  const T d_k = static_cast<T>(std::sqrt(double(t.keys.template extent<DOut>())));
-  t.attn_scores = einsum<Token, KT>(t.queries, rename<Token, KT>(t.keys));  // queries @ keys.T
-  t.attn_weights = softmax<KT>(t.attn_scores / d_k);
-  return einsum<Token, DOut>(t.attn_weights, rename<Token, KT>(t.values));  // attn_weights @ values
+  return self_attend<T, Token, DOut>(t.queries, t.keys, t.values, t.attn_scores, t.attn_weights);
 }
 }  // namespace detail
 
 /// SelfAttention_v1: x @ W for each of query, key and value.
 template <class T, dimension DIn, dimension DOut>
 struct self_attention_v1 {
-  /// The (DIn, DOut) weight matrices (`torch.rand` in the seed).
-  tensor<T, DIn, DOut> W_query, W_key, W_value;
+  /// The (DIn, DOut) weight matrices (`nn.Parameter(torch.rand(d_in, d_out))`
+  /// in the seed), reflected members: `load_npy_dir` reads W_query.npy, ...
+  BOOST_HANA_DEFINE_STRUCT(self_attention_v1, (parameter<T, DIn, DOut>, W_query), (parameter<T, DIn, DOut>, W_key),
+                           (parameter<T, DIn, DOut>, W_value));
 
   self_attention_v1(DIn d_in, DOut d_out) : W_query(d_in, d_out), W_key(d_in, d_out), W_value(d_in, d_out) {}
 
   /// torch.rand-like U[0, 1) weights from a seeded generator.
   void reset_parameters(std::uint64_t seed) {
-    const DIn i{W_query.template extent<DIn>()};
-    const DOut o{W_query.template extent<DOut>()};
-    W_query = tensor<T, DIn, DOut>::random_uniform(seed, i, o);
-    W_key = tensor<T, DIn, DOut>::random_uniform(seed + 1, i, o);
-    W_value = tensor<T, DIn, DOut>::random_uniform(seed + 2, i, o);
+    const DIn i{W_query.value.template extent<DIn>()};
+    const DOut o{W_query.value.template extent<DOut>()};
+    W_query.value = tensor<T, DIn, DOut>::random_uniform(seed, i, o);
+    W_key.value = tensor<T, DIn, DOut>::random_uniform(seed + 1, i, o);
+    W_value.value = tensor<T, DIn, DOut>::random_uniform(seed + 2, i, o);
   }
 
   /// x: any named expression with two dims, DIn and the tokens (Token, the
@@ -75,9 +86,9 @@ struct self_attention_v1 {
   tensor<T, Token, DOut> operator()(const X& x, self_attention_trace<T, Token, DOut>* tr = nullptr) const {
     self_attention_trace<T, Token, DOut> local;
     auto& t = tr ? *tr : local;
-    t.keys = einsum<Token, DOut>(x, W_key);  // x @ W_key
-    t.queries = einsum<Token, DOut>(x, W_query);
-    t.values = einsum<Token, DOut>(x, W_value);
+    t.keys = einsum<Token, DOut>(x, W_key.value);  // x @ W_key
+    t.queries = einsum<Token, DOut>(x, W_query.value);
+    t.values = einsum<Token, DOut>(x, W_value.value);
     return detail::self_attend(t);
   }
 };
@@ -112,6 +123,19 @@ struct self_attention_v2 {
     t.queries = W_query(x);
     t.values = W_value(x);
     return detail::self_attend(t);
+  }
+
+  /// The same on a var x, recorded on x's tape with every layer's weight
+  /// (and bias) watched: backward accumulates their gradients (the seed's
+  /// `sa_v2(inputs)` in a training loop). Returns a var (Token, DOut).
+  template <grad::detail::var_like X, dimension Token = detail::token_dim_t<X, DIn>>
+    requires(detail::is_token_input_v<X, DIn>)
+  auto operator()(X&& x) {
+    auto keys = W_key(x);
+    auto queries = W_query(x);
+    auto values = W_value(x);
+    grad::var<T, Token, key_position<Token>> attn_scores, attn_weights;
+    return detail::self_attend<T, Token, DOut>(queries, keys, values, attn_scores, attn_weights);
   }
 };
 

@@ -6,6 +6,7 @@
 /// into `kernels::attention_args`, and calls the kernel. Which expressions
 /// qualify is the pattern's business, not this file's.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <string_view>
@@ -67,9 +68,28 @@ struct bias_rows {
     idx[R - 2] = i;
     idx[R - 1] = j0;
     ev.seek(idx);
+    if constexpr (std::is_same_v<Ev, leaf_evaluator<T, R>>) {
+      // a stored bias (a learned per-position table): copied, or filled
+      // when it does not vary along the keys, as whole vectors
+      const std::ptrdiff_t s = ev.strides[R - 1];
+      if (s == 1) return void(std::copy_n(ev.base + j0, n, out));
+      if (s == 0) return void(std::fill_n(out, n, *ev.base));
+    }
     for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<T>(ev[j0 + x]);
   }
 };
+
+/// Whether the bias B is `slope * relative_positions` over the pattern's
+/// query and key dims (the last two of Root, as the kernel walks them).
+template <class B, class T, class Root>
+constexpr bool affine_over_root = [] {
+  using A = plan::fusion::affine_bias<B, T>;
+  if constexpr (A::ok)
+    return at_t<Root, Root::size - 2>::name.view() == A::query_dim::name.view() &&
+           at_t<Root, Root::size - 1>::name.view() == A::key_dim::name.view();
+  else
+    return false;
+}();
 
 /// Appends the stages of the chain around the score einsum to `args`
 /// (innermost first), materialising masks, then calls f with them alive.
@@ -139,18 +159,34 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
     });
   } else {
     static_assert(C::k == kind::bias_left || C::k == kind::bias_right);
-    inner([&] {
-      const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
-      using Ev = decltype(b.template evaluator<Root>());
-      bias_rows<T, Ev, Root::size> rows{b.template evaluator<Root>()};
-      const auto s_ext = base_of(e).extents();
-      using S = dims_of_t<decltype(base_of(e))>;
-      for (std::size_t i = 0; i < labels.batch_rank; ++i) rows.batch_extents[i] = s_ext[find_name(S::names, labels.all[i])];
-      args.bias.add = &bias_rows<T, Ev, Root::size>::add;
-      args.bias.ctx = &rows;
-      args.bias.at = args.n_stages;
-      f();
-    });
+    using B = bare<decltype(std::get<1 - inner_operand<C::k>>(e.operands()))>;
+    if constexpr (affine_over_root<B, T, Root>) {
+      // slope * (j - (i + offset)): the kernel computes it (affine form)
+      using A = plan::fusion::affine_bias<B, T>;
+      inner([&] {
+        const auto& parts = std::get<1 - inner_operand<C::k>>(e.operands()).operands();
+        decltype(auto) slope = materialize(std::get<1 - A::distance_operand>(parts));
+        const auto s = strides_along<dims_of_t<typename A::slope>>(slope, labels.all);
+        args.bias.slope = slope.data();
+        for (std::size_t i = 0; i < labels.batch_rank; ++i) args.bias.slope_batch[i] = s[i];
+        args.bias.offset = std::get<A::distance_operand>(parts).offset();
+        args.bias.at = args.n_stages;
+        f();
+      });
+    } else {
+      inner([&] {
+        const auto& b = std::get<1 - inner_operand<C::k>>(e.operands());
+        using Ev = decltype(b.template evaluator<Root>());
+        bias_rows<T, Ev, Root::size> rows{b.template evaluator<Root>()};
+        const auto s_ext = base_of(e).extents();
+        using S = dims_of_t<decltype(base_of(e))>;
+        for (std::size_t i = 0; i < labels.batch_rank; ++i) rows.batch_extents[i] = s_ext[find_name(S::names, labels.all[i])];
+        args.bias.add = &bias_rows<T, Ev, Root::size>::add;
+        args.bias.ctx = &rows;
+        args.bias.at = args.n_stages;
+        f();
+      });
+    }
   }
 }
 
