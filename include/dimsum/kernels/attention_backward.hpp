@@ -324,6 +324,16 @@ struct attention_backward_kernel {
     }
   }
 
+  /// The keys query rows [i_first, i_last] keep (kept_keys), or every key
+  /// when one of the rows has no finite score (lse = -inf or NaN): as in
+  /// the unfused softmax its P is NaN at every key, masked ones included,
+  /// and reaches dV there, so no key tile may be skipped for it.
+  key_range kept_or_all(const T* lse, std::size_t i_first, std::size_t i_last) const {
+    for (std::size_t i = i_first; i <= i_last; ++i)
+      if (!std::isfinite(lse[i])) return key_range{0, a.nk};
+    return kept_keys(a, fwd.vanish, i_first, i_last);
+  }
+
   /// The gradients' contributions of batch index bi (added to dQ, dK, dV).
   void run_batch(buffers& buf, const attention_grad_args<T>& g, std::size_t bi) const {
     const T* qb = a.q + a.batch_offset(a.q_batch, bi);
@@ -363,7 +373,7 @@ struct attention_backward_kernel {
         const std::size_t rows = std::min(BR, a.nq - i0), panels = (rows + MR - 1) / MR;
         // causal or window stages whose masked keys vanish: a query tile
         // that keeps none of this key tile's keys adds nothing to it
-        const key_range kept = kept_keys(a, fwd.vanish, i0, i0 + rows - 1);
+        const key_range kept = kept_or_all(lse, i0, i0 + rows - 1);
         if (kept.hi <= j0 || kept.lo >= j0 + n) continue;
         // Within it, the keys past the last one any row keeps and the
         // leading row panels that keep none of the keys (the tiles along a
@@ -371,7 +381,7 @@ struct attention_backward_kernel {
         const std::size_t ne = std::min(n, kept.hi - j0), ne_nr = round_up(ne, NR);
         std::size_t p0 = 0;
         for (; p0 + 1 < panels; ++p0) {
-          const key_range pk = kept_keys(a, fwd.vanish, i0 + p0 * MR, i0 + (p0 + 1) * MR - 1);
+          const key_range pk = kept_or_all(lse, i0 + p0 * MR, i0 + (p0 + 1) * MR - 1);
           if (pk.hi > j0 && pk.lo < j0 + ne) break;
         }
         const std::size_t r0 = p0 * MR;
