@@ -15,6 +15,7 @@
 #include <dimsum/grad/rules/log_softmax.hpp>
 #include <dimsum/grad/rules/mask.hpp>
 #include <dimsum/grad/rules/reduce.hpp>
+#include <dimsum/grad/rules/regroup.hpp>
 #include <dimsum/grad/rules/rename.hpp>
 #include <dimsum/grad/rules/repeat.hpp>
 #include <dimsum/grad/rules/rope.hpp>

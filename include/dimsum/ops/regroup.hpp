@@ -124,12 +124,61 @@ class merge_expr : public expression_tag {
   std::array<std::size_t, rank> extents_{};
 };
 
+/// Compile-time error of split_dim and merge_dims: the dims they name by
+/// position, [Pos, Pos + Count), run past the tensor's last dim.
+template <class Position, class Count, class Dims>
+struct split_or_merge_position_is_past_the_last_dim {
+  static_assert(detail::always_false<Position, Count, Dims>,
+                "dimsum: split_dim<Pos, ...> / merge_dims<Pos, Count, ...>: the dims from position Pos (0-based) run "
+                "past the tensor's last dim");
+};
+
+namespace detail {
+template <std::size_t Pos, class NewDims, class E>
+auto split_dim_checked(E&& e, const std::array<std::size_t, NewDims::size>& ext);
+
+/// Reports the first mistake of a split or merge of dims [Pos, Pos + Count)
+/// of L into Ins; true when there is none.
+template <class L, std::size_t Pos, std::size_t Count, class Ins>
+constexpr bool check_regroup() {
+  if constexpr (Pos + Count > L::size || (Count == 0 && Pos > L::size)) {
+    report<split_or_merge_position_is_past_the_last_dim<position_c<Pos>, count_c<Count>, diagnostic_dims_t<L>>>();
+    return false;
+  } else {
+    return check_unique_dims<splice_t<L, Pos, Count, Ins>>();
+  }
+}
+}  // namespace detail
+
 /// Splits dim Pos of e into the dims of list NewDims with extents `ext`
 /// (their product must equal the dim's extent: `shape_error` otherwise).
 /// An lvalue tensor or view gives a view; anything else is evaluated once
-/// and its storage reshaped in place.
+/// and its storage reshaped in place. Compile time: Pos is one of e's
+/// dims, and the result has no dim twice.
 template <std::size_t Pos, class NewDims, named_expression E>
 auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
+  if constexpr (!detail::check_regroup<dims_of_t<E>, Pos, 1, NewDims>())
+    return invalid_expression{};
+  else
+    return detail::split_dim_checked<Pos, NewDims>(std::forward<E>(e), ext);
+}
+
+/// e with its dims [Pos, Pos + Count) merged into NewDim, row-major (the
+/// last of them varies fastest): the inverse of split_dim, as a lazy
+/// `merge_expr` (`view(batch, -1, num_heads * dim_k)` after a transpose).
+/// Compile time: the dims exist and the result has no dim twice. Run
+/// time: the product is checked for overflow, a static NewDim against it.
+template <std::size_t Pos, std::size_t Count, dimension NewDim, named_expression E>
+auto merge_dims(E&& e) {
+  if constexpr (!detail::check_regroup<dims_of_t<E>, Pos, Count, dim_list<NewDim>>())
+    return invalid_expression{};
+  else
+    return merge_expr<Pos, Count, NewDim, E>(std::forward<E>(e));
+}
+
+namespace detail {
+template <std::size_t Pos, class NewDims, class E>
+auto split_dim_checked(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
   using L = dims_of_t<E>;
   using R = splice_t<L, Pos, 1, NewDims>;
   using T = value_type_of_t<E>;
@@ -178,6 +227,7 @@ auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
     return RT::adopt(typename RT::storage_type(std::move(t.storage().storage()), std::move(shape), std::move(strides)));
   }
 }
+}  // namespace detail
 
 namespace detail {
 // Whether e is read in place by a view of it: a tensor_view, or an lvalue
