@@ -1,10 +1,11 @@
 // The tape forms of the nn modules: nn::embedding (emb(tape, ids)),
 // nn::linear (lin(x) on a var, lin(tape, x) on a tensor), nn::layer_norm
-// (ln(x) on a var) and seed 004's self_attention_v2 (sa(x) on a var) record
-// on the tape and give their parameters gradients. Checked against PyTorch
-// float64 autograd (tests/reference/make_nn_fixtures.py, and
-// make_attention_grad_fixtures.py for SelfAttention_v2) and central finite
-// differences of the tensor forms.
+// (ln(x) on a var), seed 004's self_attention_v2 (sa(x) on a var), seed
+// 003's nn::multi_head_attention (mha(q, k, v, mask) on vars) and seed 001's
+// char_head (head.forward<...>(x) on a var) record on the tape and give
+// their parameters gradients. Checked against PyTorch float64 autograd
+// (tests/reference/make_nn_fixtures.py, and make_attention_grad_fixtures.py
+// for SelfAttention_v2) and central finite differences of the tensor forms.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -15,9 +16,11 @@
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/io/npy_dir.hpp>
+#include <dimsum/nn/attention.hpp>
 #include <dimsum/nn/embedding.hpp>
 #include <dimsum/nn/layer_norm.hpp>
 #include <dimsum/nn/linear.hpp>
+#include <dimsum/nn/seeds/char_head.hpp>
 #include <dimsum/nn/seeds/self_attention.hpp>
 
 namespace {
@@ -30,6 +33,13 @@ DIMSUM_DIM(posn);
 DIMSUM_DIM(token);
 DIMSUM_DIM(d_in);
 DIMSUM_DIM(d_out);
+DIMSUM_DIM(nheads);
+DIMSUM_DIM(dim_k);
+DIMSUM_DIM(q_seq);
+DIMSUM_DIM(kv_seq);
+DIMSUM_DIM(head_size);
+DIMSUM_DIM(q_time);
+DIMSUM_DIM(k_time);
 
 namespace nn = dimsum::nn;
 using dimsum::tensor;
@@ -75,6 +85,75 @@ std::map<std::string, std::vector<double>> values_by_name(const M& m) {
     out[name].assign(p.value.data(), p.value.data() + p.value.size());
   });
   return out;
+}
+
+/// Every parameter gradient of m against the one stored under `want` (a
+/// module of m's kind loaded with PyTorch's gradients), each element within
+/// `margin`; returns the number of elements checked.
+template <class M>
+std::size_t expect_grads(const M& m, const M& want, double margin) {
+  const auto want_grads = values_by_name(want);
+  std::size_t checked = 0;
+  nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
+    const auto& w = want_grads.at(name);
+    REQUIRE(w.size() == p.grad.size());
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      INFO(name << "[" << i << "]");
+      CHECK(p.grad.data()[i] == Approx(w[i]).margin(margin));
+      ++checked;
+    }
+  });
+  return checked;
+}
+
+/// Every parameter gradient of m (filled by a backward pass) against the
+/// central difference (loss(w + h) - loss(w - h)) / 2h of `loss`, a
+/// function of m computing the same loss with the tensor forms; returns the
+/// number of elements checked.
+template <class M, class Loss>
+std::size_t expect_finite_differences(M& m, Loss loss, double margin) {
+  const double step = 1e-6;
+  std::size_t checked = 0;
+  nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
+    for (std::size_t i = 0; i < p.value.size(); ++i) {
+      const double keep = p.value.data()[i];
+      p.value.data()[i] = keep + step;
+      const double plus = loss(m);
+      p.value.data()[i] = keep - step;
+      const double minus = loss(m);
+      p.value.data()[i] = keep;
+      INFO(name << "[" << i << "]");
+      CHECK(p.grad.data()[i] == Approx((plus - minus) / (2 * step)).margin(margin));
+      ++checked;
+    }
+  });
+  return checked;
+}
+
+template <class T, dimsum::dimension... Ds>
+void expect_values(const tensor<T, Ds...>& got, const std::string& path, double margin) {
+  const auto want = dimsum::load_npy<tensor<double, Ds...>>(path);
+  REQUIRE(got.extents() == want.extents());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    INFO(path << "[" << i << "]");
+    CHECK(double(got.data()[i]) == Approx(want.data()[i]).margin(margin));
+  }
+}
+
+// seed 003's MultiHeadAttention(num_heads=2, emb_dim=4, dim_k=3), as the fixtures.
+using mha_t = nn::multi_head_attention<double, emb, nheads, dim_k>;
+mha_t make_mha(const std::string& params) {
+  mha_t m(nheads{2}, emb{4}, dim_k{3});
+  if (!params.empty()) dimsum::load_npy_dir(params, m);  // strict: exactly the eight keys
+  return m;
+}
+
+// seed 001's Head(head_size=3) over n_embd = 4, as the fixtures.
+using head_t = nn::seeds::char_head<double, emb, head_size>;
+head_t make_head(const std::string& params) {
+  head_t m(emb{4}, head_size{3});
+  if (!params.empty()) dimsum::load_npy_dir(params, m);
+  return m;
 }
 }  // namespace
 
@@ -226,4 +305,169 @@ TEST_CASE("nn_tape: SelfAttention_v2 called on a var gives PyTorch's gradients, 
     });
     CHECK(checked == (bias ? 3 * (6 + 2) : 3 * 6));
   }
+}
+
+TEST_CASE("nn_tape: multi_head_attention on vars, cross-attention with a padding mask, gives PyTorch's gradients") {
+  const std::string dir = fixture("mha_cross/");
+  mha_t mha = make_mha(dir + "params");  // dropout p = 0.1, not training: eval mode, the identity
+  const auto q_in = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "q_in.npy");
+  const auto kv_in = dimsum::load_npy<tensor<double, batch, kv_seq, emb>>(dir + "kv_in.npy");
+  const auto mask = dimsum::load_npy<tensor<bool, batch, kv_seq>>(dir + "mask.npy");
+  const auto r = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "r.npy");
+
+  dimsum::grad::tape t;
+  auto q = t.watch(q_in);
+  auto kv = t.watch(kv_in);  // keys and values: its gradient is the sum of both
+  auto out = mha(q, kv, kv, mask);  // output, _ = mha(q, kv, kv, mask)
+  static_assert(std::is_same_v<decltype(out), dimsum::grad::var<double, batch, q_seq, emb>>);
+  auto loss = dimsum::sum<batch, q_seq, emb>(out * r);
+  t.backward(loss);
+
+  CHECK(loss.item() == Approx(dimsum::load_npy<tensor<double>>(dir + "loss.npy").item()).epsilon(1e-13));
+  expect_values(out.value(), dir + "output.npy", 1e-13);
+  CHECK(expect_grads(mha, make_mha(dir + "grads"), 1e-12) == 3 * (6 * 4 + 6) + 4 * 6 + 4);
+  expect_values(dimsum::gradient(q), dir + "grad_q_in.npy", 1e-12);
+  expect_values(dimsum::gradient(kv), dir + "grad_kv_in.npy", 1e-12);
+
+  // The tensor form, on the unfused path, gives the same output.
+  const auto untaped = mha(q_in, kv_in, kv_in, mask);
+  for (std::size_t i = 0; i < untaped.output.size(); ++i)
+    CHECK(out.value().data()[i] == Approx(untaped.output.data()[i]).margin(1e-14));
+}
+
+TEST_CASE("nn_tape: multi_head_attention on vars, self-attention with a fully masked query row, p = 0 in training") {
+  const std::string dir = fixture("mha_self_masked_row/");
+  mha_t mha = make_mha(dir + "params");
+  mha.drop = nn::dropout(0.0, true);  // training, p = 0: the identity, and the fused path
+  const auto x_in = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "q_in.npy");
+  const auto mask = dimsum::load_npy<tensor<bool, batch, q_seq, kv_seq>>(dir + "mask.npy");
+  const auto r = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "r.npy");
+
+  dimsum::grad::tape t;
+  auto x = t.watch(x_in);
+  auto kv = dimsum::rename<q_seq, kv_seq>(x);  // the key positions: the same var under a second name
+  mha_t::trace<batch, q_seq, kv_seq> tr;
+  auto out = mha(x, kv, kv, mask, &tr);
+  t.backward(dimsum::sum<batch, q_seq, emb>(out * r));
+
+  expect_values(out.value(), dir + "output.npy", 1e-13);
+  CHECK(expect_grads(mha, make_mha(dir + "grads"), 1e-12) == 3 * (6 * 4 + 6) + 4 * 6 + 4);
+  expect_values(dimsum::gradient(x), dir + "grad_q_in.npy", 1e-12);
+
+  // The trace holds the tensor form's intermediates. Query 2 of batch 1
+  // sees no key: its attention is the mean of that batch's values.
+  mha_t::trace<batch, q_seq, kv_seq> want;
+  const tensor<double, batch, kv_seq, emb> kv_in = dimsum::rename<q_seq, kv_seq>(x_in);
+  (void)mha(x_in, kv_in, kv_in, mask, &want);
+  for (std::size_t i = 0; i < want.concat.size(); ++i) {
+    CHECK(tr.q_lin.data()[i] == want.q_lin.data()[i]);
+    CHECK(tr.concat.data()[i] == Approx(want.concat.data()[i]).margin(1e-14));
+  }
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t c = 0; c < 3; ++c) {
+      double mean = 0;
+      for (std::size_t j = 0; j < 4; ++j) mean += tr.v_heads(batch{1}, nheads{h}, kv_seq{j}, dim_k{c}) / 4;
+      CHECK(tr.attn(batch{1}, nheads{h}, q_seq{2}, dim_k{c}) == Approx(mean).margin(1e-14));
+    }
+}
+
+TEST_CASE("nn_tape: multi_head_attention's gradients equal central finite differences of its tensor form") {
+  const std::string dir = fixture("mha_cross/");
+  mha_t mha = make_mha(dir + "params");
+  const auto q_in = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "q_in.npy");
+  const auto kv_in = dimsum::load_npy<tensor<double, batch, kv_seq, emb>>(dir + "kv_in.npy");
+  const auto mask = dimsum::load_npy<tensor<bool, batch, kv_seq>>(dir + "mask.npy");
+  const auto r = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "r.npy");
+  {
+    dimsum::grad::tape t;
+    t.backward(dimsum::sum<batch, q_seq, emb>(mha(t.constant(q_in), kv_in, kv_in, mask) * r));  // k, v: tensors
+  }
+  const auto loss = [&](mha_t& m) {
+    return dimsum::eval(dimsum::sum<batch, q_seq, emb>(m(q_in, kv_in, kv_in, mask).output * r)).item();
+  };
+  CHECK(expect_finite_differences(mha, loss, 1e-7) == 3 * (6 * 4 + 6) + 4 * 6 + 4);
+}
+
+TEST_CASE("nn_tape: multi_head_attention with dropout in training draws the tensor form's mask, the same in both passes") {
+  const std::string dir = fixture("mha_cross/");
+  mha_t mha = make_mha(dir + "params");
+  mha.drop = nn::dropout(0.5, true, 7);
+  const auto q_in = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "q_in.npy");
+  const auto kv_in = dimsum::load_npy<tensor<double, batch, kv_seq, emb>>(dir + "kv_in.npy");
+  const auto mask = dimsum::load_npy<tensor<bool, batch, kv_seq>>(dir + "mask.npy");
+  const auto r = dimsum::load_npy<tensor<double, batch, q_seq, emb>>(dir + "r.npy");
+
+  const auto untaped = mha(q_in, kv_in, kv_in, mask);  // the tensor form draws with seed 7
+  CHECK(mha.drop.seed == 8);
+  mha.drop.seed = 7;
+  dimsum::grad::tape t;
+  auto out = mha(t.constant(q_in), kv_in, kv_in, mask);
+  CHECK(mha.drop.seed == 8);  // one mask per call, as the tensor form
+  for (std::size_t i = 0; i < untaped.output.size(); ++i)
+    CHECK(out.value().data()[i] == Approx(untaped.output.data()[i]).margin(1e-14));
+  // The output differs from eval mode's: the mask dropped something.
+  mha.drop.training = false;
+  const auto eval_mode = mha(q_in, kv_in, kv_in, mask);
+  double differs = 0;
+  for (std::size_t i = 0; i < eval_mode.output.size(); ++i)
+    differs = std::max(differs, std::abs(eval_mode.output.data()[i] - untaped.output.data()[i]));
+  CHECK(differs > 1e-3);
+  mha.drop.training = true;
+
+  t.backward(dimsum::sum<batch, q_seq, emb>(out * r));
+  // Finite differences of the tensor form with the same mask (seed 7 each
+  // time): the backward used the forward's mask, or these would differ.
+  const auto loss = [&](mha_t& m) {
+    m.drop.seed = 7;
+    return dimsum::eval(dimsum::sum<batch, q_seq, emb>(m(q_in, kv_in, kv_in, mask).output * r)).item();
+  };
+  CHECK(expect_finite_differences(mha, loss, 1e-7) == 3 * (6 * 4 + 6) + 4 * 6 + 4);
+}
+
+TEST_CASE("nn_tape: char_head on a var gives PyTorch's gradients and its tensor form's output") {
+  const std::string dir = fixture("char_head/");
+  head_t head = make_head(dir + "params");
+  const auto x_in = dimsum::load_npy<tensor<double, batch, posn, emb>>(dir + "x.npy");
+  const auto r = dimsum::load_npy<tensor<double, batch, posn, head_size>>(dir + "r.npy");
+
+  dimsum::grad::tape t;
+  auto x = t.watch(x_in);
+  auto out = head.forward<posn, q_time, k_time>(x);  // head(x)
+  static_assert(std::is_same_v<decltype(out), dimsum::grad::var<double, batch, posn, head_size>>);
+  auto loss = dimsum::sum<batch, posn, head_size>(out * r);
+  t.backward(loss);
+
+  CHECK(loss.item() == Approx(dimsum::load_npy<tensor<double>>(dir + "loss.npy").item()).epsilon(1e-13));
+  expect_values(out.value(), dir + "out.npy", 1e-13);
+  CHECK(expect_grads(head, make_head(dir + "grads"), 1e-12) == 3 * 3 * 4);
+  expect_values(dimsum::gradient(x), dir + "grad_x.npy", 1e-12);
+
+  const tensor<double, batch, posn, head_size> untaped = head.forward<posn, q_time, k_time>(x_in);
+  for (std::size_t i = 0; i < untaped.size(); ++i) CHECK(out.value().data()[i] == Approx(untaped.data()[i]).margin(1e-14));
+}
+
+TEST_CASE("nn_tape: char_head's gradients equal central finite differences of its tensor form") {
+  const std::string dir = fixture("char_head/");
+  head_t head = make_head(dir + "params");
+  const auto x_in = dimsum::load_npy<tensor<double, batch, posn, emb>>(dir + "x.npy");
+  const auto r = dimsum::load_npy<tensor<double, batch, posn, head_size>>(dir + "r.npy");
+  {
+    dimsum::grad::tape t;
+    t.backward(dimsum::sum<batch, posn, head_size>(head.forward<posn, q_time, k_time>(t.constant(x_in)) * r));
+  }
+  const auto loss = [&](const head_t& m) {
+    const tensor<double, batch, posn, head_size> y = m.forward<posn, q_time, k_time>(x_in);
+    return dimsum::eval(dimsum::sum<batch, posn, head_size>(y * r)).item();
+  };
+  CHECK(expect_finite_differences(head, loss, 1e-7) == 3 * 3 * 4);
+}
+
+TEST_CASE("nn_tape: attention modules refuse a var on no tape") {
+  mha_t mha = make_mha("");
+  head_t head = make_head("");
+  dimsum::grad::var<double, batch, q_seq, emb> orphan_q;
+  dimsum::grad::var<double, batch, posn, emb> orphan_x;
+  const tensor<double, batch, kv_seq, emb> kv(batch{1}, kv_seq{2}, emb{4});
+  CHECK_THROWS_WITH(mha(orphan_q, kv, kv), Catch::StartsWith("nn::multi_head_attention: the input var is on no tape"));
+  CHECK_THROWS_WITH((head.forward<posn, q_time, k_time>(orphan_x)), Catch::StartsWith("nn::linear: the input var is on no tape"));
 }

@@ -5,9 +5,11 @@
 /// (rename one for self-attention); a mask is a bool tensor whose dims are
 /// a subset of the scores' dims (a padding mask (batch, k_posn) broadcasts
 /// over heads and queries by name) and is true where attending is allowed,
-/// as in the seed (`masked_fill(mask == 0, -1e9)`).
+/// as in the seed (`masked_fill(mask == 0, -1e9)`). `multi_head_attention`
+/// called on `grad::var`s records on their tape (tests/unit/nn_tape.cpp).
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <cstddef>
@@ -15,6 +17,12 @@
 
 #include <boost/hana/define_struct.hpp>
 
+#include <dimsum/grad/rules/attention.hpp>
+#include <dimsum/grad/rules/dropout.hpp>
+#include <dimsum/grad/rules/mask.hpp>
+#include <dimsum/grad/rules/regroup.hpp>
+#include <dimsum/grad/rules/softmax.hpp>
+#include <dimsum/nn/detail/on_tape.hpp>
 #include <dimsum/nn/dropout.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/mask.hpp>
@@ -42,6 +50,19 @@ template <class LQ, class LK, dimension D>
 using scores_dims_t = union_t<without_t<LQ, dim_list<D>>, without_t<LK, dim_list<D>>>;
 template <class LS, class LV, dimension KP>
 using output_dims_t = union_t<without_t<LS, dim_list<KP>>, without_t<LV, dim_list<KP>>>;
+
+/// An input of multi_head_attention: a named expression, or a var.
+template <class X>
+concept attention_input = named_expression<X> || grad::detail::var_like<X>;
+
+/// The tape of the first var among xs (a var on no tape: `grad::tape_error`).
+template <class X, class... Xs>
+grad::tape& tape_of_first_var(std::string_view module, const X& x, const Xs&... xs) {
+  if constexpr (grad::detail::var_like<X>)
+    return tape_of_input(x, module);
+  else
+    return tape_of_first_var(module, xs...);
+}
 }  // namespace detail
 
 /// seed 003's dot_product_attention: scores = q·k / sqrt(extent of D) over
@@ -144,6 +165,17 @@ struct multi_head_attention {
   /// KSeq. Returns output (Batch, QSeq, Emb) and scores and weights (Batch,
   /// NHeads, QSeq, KSeq), in those orders whatever the inputs' orders.
   ///
+  /// Called with a `grad::var` among q, k and v (tensors among them are
+  /// constants), it records on that var's tape with the four layers'
+  /// parameters watched and returns the output alone, a var (Batch, QSeq,
+  /// Emb): backward accumulates every weight's and bias's gradient (the
+  /// seed's `mha(q, k, v, mask)` in a training loop). Its attention is one
+  /// `grad::fused_attention` node (neither pass materialises the scores,
+  /// hence no scores or weights returned), except when the dropout is
+  /// active (`drop.training` and p > 0): then the scores, softmax, dropout
+  /// (the mask the tensor form would draw, the same in both passes) and
+  /// weighted sum are recorded one by one. A trace receives the values.
+  ///
   /// Dims are found by name, in any order: q and k each have Emb and two
   /// more dims; the one they share is the batch, q's other is QSeq and k's
   /// other KSeq (so QSeq and KSeq must differ: rename one for
@@ -151,7 +183,7 @@ struct multi_head_attention {
   /// expressions (tensors, views, renames); pass `&t` for a
   /// `trace<Batch, QSeq, KSeq>` to keep the intermediates (a null pointer
   /// keeps none).
-  template <named_expression Q, named_expression K, named_expression V, class M = no_mask,
+  template <detail::attention_input Q, detail::attention_input K, detail::attention_input V, class M = no_mask,
             class Trace = std::nullptr_t>
   auto operator()(const Q& q, const K& k, const V& v, const M& mask = {}, Trace tr = nullptr) {
     using LQ = dims_of_t<Q>;
@@ -194,6 +226,11 @@ struct multi_head_attention {
         report<tensor_dims_are_not_the_required_dims<
             dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>, diagnostic_dims_t<LV>>>();
         return invalid_expression{};
+      } else if constexpr (grad::detail::any_var_v<Q, K, V>) {
+        trace<Batch, QSeq, KSeq>* keep = nullptr;
+        if constexpr (!std::is_null_pointer_v<Trace>) keep = tr;
+        return run_on_tape<Batch, QSeq, KSeq>(detail::tape_of_first_var("nn::multi_head_attention", q, k, v), q, k,
+                                              v, mask, keep);
       } else {
         trace<Batch, QSeq, KSeq> local;
         if constexpr (!std::is_null_pointer_v<Trace>) {
@@ -222,6 +259,64 @@ struct multi_head_attention {
     t.concat = merge_expr<2, 2, Features, tensor<T, Batch, QSeq, NHeads, DK>>(std::move(by_position));
     return attention_result<tensor<T, Batch, QSeq, Emb>, tensor<T, Batch, NHeads, QSeq, KSeq>>{
         out(t.concat), std::move(r.scores), std::move(r.weights)};
+  }
+
+  // x (a var, Features among its dims) with Features split into (NHeads, DK).
+  template <class X>
+  auto split_heads(const X& x) const {
+    constexpr std::size_t pos = dimsum::detail::find_name(X::dims::names, Features::name.view());
+    return split_dim<pos, dim_list<NHeads, DK>>(x, std::array<std::size_t, 2>{num_heads, dim_k});
+  }
+
+  // The tape form of run: the same steps on vars of tape tp.
+  template <dimension Batch, dimension QSeq, dimension KSeq, class Q, class K, class V, class M>
+  auto run_on_tape(grad::tape& tp, const Q& q, const K& k, const V& v, const M& mask, trace<Batch, QSeq, KSeq>* t) {
+    auto q_lin = q_linear(tp, q);
+    auto k_lin = k_linear(tp, k);
+    auto v_lin = v_linear(tp, v);
+    auto q_heads = split_heads(q_lin);
+    auto k_heads = split_heads(k_lin);
+    auto v_heads = split_heads(v_lin);
+    const T scale = static_cast<T>(std::sqrt(double(dim_k)));
+    const T masked = static_cast<T>(-1e9);
+    // attn in the order of the concat, (batch, q, heads, dim_k): the
+    // seed's transpose(1, 2) before its view.
+    grad::var<T, Batch, QSeq, NHeads, DK> attn;
+    if (drop.training && drop.p > 0.0) {
+      auto scores = einsum<Batch, NHeads, QSeq, KSeq>(q_heads, k_heads) / scale;
+      auto weights = [&] {
+        if constexpr (std::is_same_v<M, no_mask>)
+          return softmax<KSeq>(scores);
+        else
+          return softmax<KSeq>(masked_fill(scores, !mask, masked));
+      }();
+      attn = einsum<Batch, QSeq, NHeads, DK>(dimsum::dropout(weights, drop.p, drop.seed++), v_heads);
+    } else if constexpr (std::is_same_v<M, no_mask>) {
+      attn = grad::fused_attention(q_heads, k_heads, v_heads, [scale](const auto& qh, const auto& kh, const auto& vh) {
+        return einsum<Batch, QSeq, NHeads, DK>(softmax<KSeq>(einsum<Batch, NHeads, QSeq, KSeq>(qh, kh) / scale), vh);
+      });
+    } else {
+      // One expression (it must not refer to locals of the lambda); the
+      // mask is the lambda's own copy, which lives as long as the node.
+      attn = grad::fused_attention(
+          q_heads, k_heads, v_heads,
+          [scale, masked, m = dimsum::eval(mask)](const auto& qh, const auto& kh, const auto& vh) {
+            return einsum<Batch, QSeq, NHeads, DK>(
+                softmax<KSeq>(masked_fill(einsum<Batch, NHeads, QSeq, KSeq>(qh, kh) / scale, !m, masked)), vh);
+          });
+    }
+    auto concat = merge_dims<2, 2, Features>(attn);
+    if (t) {
+      t->q_lin = q_lin.value();
+      t->k_lin = k_lin.value();
+      t->v_lin = v_lin.value();
+      t->q_heads = q_heads.value();
+      t->k_heads = k_heads.value();
+      t->v_heads = v_heads.value();
+      t->attn = attn.value();
+      t->concat = concat.value();
+    }
+    return out(tp, concat);
   }
 };
 

@@ -5,17 +5,21 @@
 /// over string.whitespace + string.ascii_letters + string.digits +
 /// string.punctuation (100 symbols) and one causal attention head with
 /// bias-free key, query and value Linear layers, scores scaled by C^-0.5
-/// where C is the embedding width (as the seed writes it). See
-/// examples/seed001_char_head.cpp.
+/// where C is the embedding width (as the seed writes it). `char_head`
+/// called on a `grad::var` records on its tape (tests/unit/nn_tape.cpp).
+/// See examples/seed001_char_head.cpp.
 
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
 #include <boost/hana/define_struct.hpp>
 
+#include <dimsum/grad/rules/attention.hpp>
+#include <dimsum/grad/rules/rename.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/ops/mask.hpp>
 #include <dimsum/ops/softmax.hpp>
@@ -113,6 +117,29 @@ struct char_head {
     t.scores_masked = causal_mask<QT, KT>(t.scores, -std::numeric_limits<T>::infinity());
     t.weights = softmax<KT>(t.scores_masked);
     return rename<QT, Time>(eval(einsum<Batch, QT, Head>(t.weights, rename<QT, KT>(t.v))));  // W @ v
+  }
+
+  /// The same on a var x, recorded on x's tape with the three weights
+  /// watched: backward accumulates their gradients (the seed's `head(x)` in
+  /// a training loop). Returns a var (Batch, Time, Head). The attention is
+  /// one `grad::fused_attention` node: neither pass materialises the
+  /// (QT, KT) scores, so no trace.
+  template <dimension Time, dimension QT, dimension KT, grad::detail::var_like X,
+            dimension Batch = dimsum::detail::at_t<without_t<dims_of_t<X>, dim_list<Time, Emb>>, 0>>
+    requires(dims_of_t<X>::size == 3 && contains_v<dims_of_t<X>, Time> && contains_v<dims_of_t<X>, Emb> &&
+             Time::name.view() != Emb::name.view())
+  auto forward(const X& x) {
+    auto k = rename<Time, KT>(key(x));
+    auto q = rename<Time, QT>(query(x));
+    auto v = rename<Time, KT>(value(x));
+    const T scale = static_cast<T>(std::pow(double(x.template extent<Emb>()), -0.5));  // C ** -0.5
+    auto out = grad::fused_attention(q, k, v, [scale](const auto& qv, const auto& kv, const auto& vv) {
+      // softmax(masked_fill(q @ k^T * scale, tril == 0, -inf)) @ v, as one expression
+      return einsum<Batch, QT, Head>(
+          softmax<KT>(causal_mask<QT, KT>(einsum<Batch, QT, KT>(qv, kv) * scale, -std::numeric_limits<T>::infinity())),
+          vv);
+    });
+    return rename<QT, Time>(out);
   }
 };
 
