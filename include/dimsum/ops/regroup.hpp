@@ -137,16 +137,22 @@ namespace detail {
 template <std::size_t Pos, class NewDims, class E>
 auto split_dim_checked(E&& e, const std::array<std::size_t, NewDims::size>& ext);
 
-/// Reports the first mistake of a split or merge of dims [Pos, Pos + Count)
-/// of L into Ins; true when there is none.
+/// Whether a split or merge of dims [Pos, Pos + Count) of L into Ins is
+/// valid: a pure condition (one that itself failed a static_assert would be
+/// a second error on clang); report_regroup reports in the failing branch.
 template <class L, std::size_t Pos, std::size_t Count, class Ins>
-constexpr bool check_regroup() {
-  if constexpr (Pos + Count > L::size || (Count == 0 && Pos > L::size)) {
-    report<split_or_merge_position_is_past_the_last_dim<position_c<Pos>, count_c<Count>, diagnostic_dims_t<L>>>();
+constexpr bool regroup_ok() {
+  if constexpr (Pos + Count > L::size)
     return false;
-  } else {
-    return check_unique_dims<splice_t<L, Pos, Count, Ins>>();
-  }
+  else
+    return duplicate_dim_v<splice_t<L, Pos, Count, Ins>> == npos;
+}
+template <class L, std::size_t Pos, std::size_t Count, class Ins>
+constexpr void report_regroup() {
+  if constexpr (Pos + Count > L::size)
+    report<split_or_merge_position_is_past_the_last_dim<position_c<Pos>, count_c<Count>, diagnostic_dims_t<L>>>();
+  else
+    check_unique_dims<splice_t<L, Pos, Count, Ins>>();
 }
 }  // namespace detail
 
@@ -157,10 +163,12 @@ constexpr bool check_regroup() {
 /// dims, and the result has no dim twice.
 template <std::size_t Pos, class NewDims, named_expression E>
 auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
-  if constexpr (!detail::check_regroup<dims_of_t<E>, Pos, 1, NewDims>())
+  if constexpr (!detail::regroup_ok<dims_of_t<E>, Pos, 1, NewDims>()) {
+    detail::report_regroup<dims_of_t<E>, Pos, 1, NewDims>();
     return invalid_expression{};
-  else
+  } else {
     return detail::split_dim_checked<Pos, NewDims>(std::forward<E>(e), ext);
+  }
 }
 
 /// e with its dims [Pos, Pos + Count) merged into NewDim, row-major (the
@@ -170,10 +178,12 @@ auto split_dim(E&& e, const std::array<std::size_t, NewDims::size>& ext) {
 /// time: the product is checked for overflow, a static NewDim against it.
 template <std::size_t Pos, std::size_t Count, dimension NewDim, named_expression E>
 auto merge_dims(E&& e) {
-  if constexpr (!detail::check_regroup<dims_of_t<E>, Pos, Count, dim_list<NewDim>>())
+  if constexpr (!detail::regroup_ok<dims_of_t<E>, Pos, Count, dim_list<NewDim>>()) {
+    detail::report_regroup<dims_of_t<E>, Pos, Count, dim_list<NewDim>>();
     return invalid_expression{};
-  else
+  } else {
     return merge_expr<Pos, Count, NewDim, E>(std::forward<E>(e));
+  }
 }
 
 namespace detail {
