@@ -40,6 +40,7 @@ DIMSUM_DIM(kv_seq);
 DIMSUM_DIM(head_size);
 DIMSUM_DIM(q_time);
 DIMSUM_DIM(k_time);
+DIMSUM_DIM(one);  // the size-1 axis of seed 003's (batch, 1, kv_seq) padding mask
 
 namespace nn = dimsum::nn;
 using dimsum::tensor;
@@ -470,4 +471,54 @@ TEST_CASE("nn_tape: attention modules refuse a var on no tape") {
   const tensor<double, batch, kv_seq, emb> kv(batch{1}, kv_seq{2}, emb{4});
   CHECK_THROWS_WITH(mha(orphan_q, kv, kv), Catch::StartsWith("nn::multi_head_attention: the input var is on no tape"));
   CHECK_THROWS_WITH((head.forward<posn, q_time, k_time>(orphan_x)), Catch::StartsWith("nn::linear: the input var is on no tape"));
+}
+
+TEST_CASE("nn_tape: multi_head_attention on float vars gives seed 003's PyTorch gradients within float32 tolerance") {
+  // The seed's weights and inputs (float32) and PyTorch's float64 gradients
+  // of them (make_attention_grad_fixtures.py), as
+  // tests/unit/train_seed_attention_grads.cpp writes the module op by op;
+  // here it is the module's own tape form, fused. Its tolerance: each
+  // element within 1e-4 of its tensor's largest plus 1e-5 of the module's.
+  const std::string fixtures = std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/";
+  for (const std::string c : {"cross_padmask", "self_causalmask"}) {
+    INFO(c);
+    const bool cross = c == "cross_padmask";
+    const std::string dir = fixtures + "seed003/mha_" + c + "/";
+    nn::multi_head_attention<float, emb, nheads, dim_k> mha(nheads{6}, emb{5}, dim_k{4});
+    dimsum::load_npy_dir(fixtures + "seed003/mha", mha, dimsum::non_strict, dimsum::underscored);
+    const auto q_in = dimsum::load_npy<tensor<float, batch, q_seq, emb>>(dir + "q_in.npy");
+    const auto r = dimsum::load_npy<tensor<float, batch, q_seq, emb>>(fixtures + "attention_grad/seed003_" + c + "/r.npy");
+    dimsum::grad::tape t;
+    auto q = t.constant(q_in);
+    if (cross) {
+      // the seed's (batch, 1, kv_seq) padding mask as (batch, kv_seq)
+      const auto m = dimsum::load_npy<tensor<bool, batch, one, kv_seq>>(dir + "mask.npy");
+      tensor<bool, batch, kv_seq> mask(batch{m.extent<batch>()}, kv_seq{m.extent<kv_seq>()});
+      std::copy(m.data(), m.data() + m.size(), mask.data());
+      const auto kv = dimsum::load_npy<tensor<float, batch, kv_seq, emb>>(dir + "kv_in.npy");
+      t.backward(dimsum::sum<batch, q_seq, emb>(mha(q, kv, kv, mask) * r));
+    } else {
+      const auto mask = dimsum::load_npy<tensor<bool, batch, q_seq, kv_seq>>(dir + "mask.npy");
+      auto kv = dimsum::rename<q_seq, kv_seq>(q);
+      t.backward(dimsum::sum<batch, q_seq, emb>(mha(q, kv, kv, mask) * r));
+    }
+    nn::multi_head_attention<double, emb, nheads, dim_k> want(nheads{6}, emb{5}, dim_k{4});
+    dimsum::load_npy_dir(fixtures + "attention_grad/seed003_" + c, want, dimsum::non_strict, dimsum::underscored);
+    const auto want_grads = values_by_name(want);
+    double module = 0;
+    for (const auto& [name, g] : want_grads)
+      for (double v : g) module = std::max(module, std::abs(v));
+    std::size_t checked = 0;
+    nn::for_each_parameter(mha, [&](const std::string& name, const auto& p) {
+      const auto& w = want_grads.at(name);
+      double scale = 0;
+      for (double v : w) scale = std::max(scale, std::abs(v));
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        INFO(name << "[" << i << "]");
+        CHECK(std::abs(double(p.grad.data()[i]) - w[i]) <= 1e-4 * scale + 1e-5 * module);
+        ++checked;
+      }
+    });
+    CHECK(checked == 3 * (24 * 5 + 24) + 5 * 24 + 5);
+  }
 }
