@@ -14,6 +14,7 @@
 #include <string>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include <boost/hana/define_struct.hpp>
 
@@ -268,9 +269,31 @@ struct multi_head_attention {
     return split_dim<pos, dim_list<NHeads, DK>>(x, std::array<std::size_t, 2>{num_heads, dim_k});
   }
 
+  // Whether the scores of the tape form can be masked with M: its mistakes
+  // are reported once here (by masked_fill, as the tensor form reports
+  // them), not in each of the two paths below.
+  template <dimension Batch, dimension QSeq, dimension KSeq, class M>
+  static constexpr bool mask_fits() {
+    if constexpr (std::is_same_v<M, no_mask>)
+      return true;
+    else
+      return !is_invalid_v<decltype(masked_fill(std::declval<const tensor<T, Batch, NHeads, QSeq, KSeq>&>(),
+                                                !std::declval<const M&>(), T()))>;
+  }
+
   // The tape form of run: the same steps on vars of tape tp.
   template <dimension Batch, dimension QSeq, dimension KSeq, class Q, class K, class V, class M>
   auto run_on_tape(grad::tape& tp, const Q& q, const K& k, const V& v, const M& mask, trace<Batch, QSeq, KSeq>* t) {
+    if constexpr (!mask_fits<Batch, QSeq, KSeq, M>()) {
+      return invalid_expression{};
+    } else {
+      return run_fitting_mask_on_tape(tp, q, k, v, mask, t);
+    }
+  }
+
+  template <dimension Batch, dimension QSeq, dimension KSeq, class Q, class K, class V, class M>
+  auto run_fitting_mask_on_tape(grad::tape& tp, const Q& q, const K& k, const V& v, const M& mask,
+                                trace<Batch, QSeq, KSeq>* t) {
     auto q_lin = q_linear(tp, q);
     auto k_lin = k_linear(tp, k);
     auto v_lin = v_linear(tp, v);
