@@ -51,7 +51,6 @@ Run with Debian's interpreter, which has torch:
 The output is deterministic. The C++ tests never need PyTorch.
 """
 
-import math
 import os
 import sys
 
@@ -65,6 +64,8 @@ torch.use_deterministic_algorithms(True)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(HERE, "fixtures", "nn", "tape")
+sys.path.insert(0, HERE)
+import make_fixtures as mf  # noqa: E402  (seed 003's MultiHeadAttention, as the seed writes it)
 GEN = torch.Generator().manual_seed(20261126)
 
 
@@ -135,46 +136,6 @@ def regroup():
         save(f"regroup/{k}", v)
 
 
-def dot_product_attention(q, k, v, dim, mask=None, dropout=None):
-    """Seed 003's function."""
-    k = k.transpose(-2, -1)
-    scores = torch.matmul(q, k) / math.sqrt(dim)
-    if mask is not None:
-        mask = mask.unsqueeze(1)
-        scores = scores.masked_fill(mask == 0, -1e9)
-    softscores = F.softmax(scores, dim=-1)
-    if dropout is not None:
-        softscores = dropout(softscores)
-    return torch.matmul(softscores, v), scores
-
-
-class MultiHeadAttention(nn.Module):
-    """Seed 003's class."""
-
-    def __init__(self, num_heads, emb_dim, dim_k=None, dropout=0.1):
-        super().__init__()
-        self.emb_dim = emb_dim
-        self.dim_k = dim_k if dim_k else emb_dim // num_heads
-        self.num_heads = num_heads
-        self.q_linear = nn.Linear(emb_dim, self.dim_k * num_heads)
-        self.k_linear = nn.Linear(emb_dim, self.dim_k * num_heads)
-        self.v_linear = nn.Linear(emb_dim, self.dim_k * num_heads)
-        self.dropout = nn.Dropout(dropout)
-        self.out = nn.Linear(self.dim_k * num_heads, emb_dim)
-
-    def forward(self, q, k, v, mask=None):
-        batch_size = q.size(0)
-        q = self.q_linear(q)
-        k = self.k_linear(k)
-        v = self.v_linear(v)
-        k = k.view(batch_size, -1, self.num_heads, self.dim_k).transpose(1, 2)
-        q = q.view(batch_size, -1, self.num_heads, self.dim_k).transpose(1, 2)
-        v = v.view(batch_size, -1, self.num_heads, self.dim_k).transpose(1, 2)
-        attn, scores = dot_product_attention(q, k, v, self.dim_k, mask, self.dropout)
-        concat = attn.transpose(1, 2).contiguous().view(batch_size, -1, self.dim_k * self.num_heads)
-        return self.out(concat), scores
-
-
 def seeded_parameters(model, gen, scale):
     with torch.no_grad():
         for p in model.parameters():
@@ -190,7 +151,7 @@ def save_module(case, model):
 
 def mha(case, cross):
     gen = torch.Generator().manual_seed(20261128 if cross else 20261129)
-    model = MultiHeadAttention(num_heads=2, emb_dim=4, dim_k=3).double().eval()  # eval: dropout is the identity
+    model = mf.MultiHeadAttention(num_heads=2, emb_dim=4, dim_k=3).double().eval()  # eval: dropout is the identity
     seeded_parameters(model, gen, 0.7)
     q_len, kv_len = (3, 5) if cross else (4, 4)
     q_in = randn(gen, 2, q_len, 4).requires_grad_(True)

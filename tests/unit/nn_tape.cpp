@@ -107,6 +107,32 @@ std::size_t expect_grads(const M& m, const M& want, double margin) {
   return checked;
 }
 
+/// Every parameter gradient of a float module m against the float64 ones
+/// stored under `want`: each element within 1e-4 of its tensor's largest
+/// element plus 1e-5 of the module's largest, the bound
+/// tests/unit/train_seed_attention_grads.cpp justifies for the seeds'
+/// fixtures; returns the number of elements checked.
+template <class M, class W>
+std::size_t expect_grads_within_float32(const M& m, const W& want) {
+  const auto want_grads = values_by_name(want);
+  double module = 0;
+  for (const auto& [name, g] : want_grads)
+    for (double v : g) module = std::max(module, std::abs(v));
+  std::size_t checked = 0;
+  nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
+    const auto& w = want_grads.at(name);
+    REQUIRE(w.size() == p.grad.size());
+    double scale = 0;
+    for (double v : w) scale = std::max(scale, std::abs(v));
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      INFO(name << "[" << i << "]");
+      CHECK(std::abs(double(p.grad.data()[i]) - w[i]) <= 1e-4 * scale + 1e-5 * module);
+      ++checked;
+    }
+  });
+  return checked;
+}
+
 /// Every parameter gradient of m (filled by a backward pass) against the
 /// central difference (loss(w + h) - loss(w - h)) / 2h of `loss`, a
 /// function of m computing the same loss with the tensor forms; returns the
@@ -284,27 +310,10 @@ TEST_CASE("nn_tape: SelfAttention_v2 called on a var gives PyTorch's gradients, 
     t.backward(dimsum::sum<token, d_out>(context * r));
 
     // PyTorch's float64 gradients (W_query_weight.npy, ...) read by member name
-    // into a double module. dimsum runs in float32: each element within 1e-4
-    // of its tensor's largest element plus 1e-5 of the module's, the bound
-    // tests/unit/train_seed_attention_grads.cpp justifies for these fixtures.
+    // into a double module; dimsum runs in float32.
     nn::seeds::self_attention_v2<double, d_in, d_out> want(d_in{3}, d_out{2}, bias);
     dimsum::load_npy_dir(fixtures + "attention_grad/" + c, want, dimsum::non_strict, dimsum::underscored);
-    const auto want_grads = values_by_name(want);
-    double module = 0;
-    for (const auto& [name, g] : want_grads)
-      for (double v : g) module = std::max(module, std::abs(v));
-    std::size_t checked = 0;
-    nn::for_each_parameter(sa, [&](const std::string& name, const auto& p) {
-      const auto& w = want_grads.at(name);
-      double scale = 0;
-      for (double v : w) scale = std::max(scale, std::abs(v));
-      for (std::size_t i = 0; i < w.size(); ++i) {
-        INFO(name << "[" << i << "]");
-        CHECK(std::abs(double(p.grad.data()[i]) - w[i]) <= 1e-4 * scale + 1e-5 * module);
-        ++checked;
-      }
-    });
-    CHECK(checked == (bias ? 3 * (6 + 2) : 3 * 6));
+    CHECK(expect_grads_within_float32(sa, want) == (bias ? 3 * (6 + 2) : 3 * 6));
   }
 }
 
@@ -477,8 +486,7 @@ TEST_CASE("nn_tape: multi_head_attention on float vars gives seed 003's PyTorch 
   // The seed's weights and inputs (float32) and PyTorch's float64 gradients
   // of them (make_attention_grad_fixtures.py), as
   // tests/unit/train_seed_attention_grads.cpp writes the module op by op;
-  // here it is the module's own tape form, fused. Its tolerance: each
-  // element within 1e-4 of its tensor's largest plus 1e-5 of the module's.
+  // here it is the module's own tape form, fused, with that test's tolerance.
   const std::string fixtures = std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/";
   for (const std::string c : {"cross_padmask", "self_causalmask"}) {
     INFO(c);
@@ -504,21 +512,6 @@ TEST_CASE("nn_tape: multi_head_attention on float vars gives seed 003's PyTorch 
     }
     nn::multi_head_attention<double, emb, nheads, dim_k> want(nheads{6}, emb{5}, dim_k{4});
     dimsum::load_npy_dir(fixtures + "attention_grad/seed003_" + c, want, dimsum::non_strict, dimsum::underscored);
-    const auto want_grads = values_by_name(want);
-    double module = 0;
-    for (const auto& [name, g] : want_grads)
-      for (double v : g) module = std::max(module, std::abs(v));
-    std::size_t checked = 0;
-    nn::for_each_parameter(mha, [&](const std::string& name, const auto& p) {
-      const auto& w = want_grads.at(name);
-      double scale = 0;
-      for (double v : w) scale = std::max(scale, std::abs(v));
-      for (std::size_t i = 0; i < w.size(); ++i) {
-        INFO(name << "[" << i << "]");
-        CHECK(std::abs(double(p.grad.data()[i]) - w[i]) <= 1e-4 * scale + 1e-5 * module);
-        ++checked;
-      }
-    });
-    CHECK(checked == 3 * (24 * 5 + 24) + 5 * 24 + 5);
+    CHECK(expect_grads_within_float32(mha, want) == 3 * (24 * 5 + 24) + 5 * 24 + 5);
   }
 }
