@@ -299,6 +299,19 @@ struct attention_kernel {
       T* dst = buf.kp + p * NR * a.dk;
       const std::size_t keys = std::min(NR, a.nk - p * NR);
       if (keys < NR) std::fill(dst, dst + NR * a.dk, T(0));
+      if (a.k_col == 1) {
+        // Each key's row is contiguous: read it whole (one sequential
+        // stream; K usually comes from L3, written by the projection before),
+        // prefetching the row four keys on, and store it NR-strided into the
+        // L1-resident panel. Gathers of W keys per d were slower (Zen 5).
+        for (std::size_t x = 0; x < keys; ++x) {
+          const T* row = kb + static_cast<std::ptrdiff_t>(p * NR + x) * a.k_row;
+          if (x + 4 < keys)
+            for (std::size_t d = 0; d < a.dk; d += 64 / sizeof(T)) __builtin_prefetch(row + 4 * a.k_row + d, 0, 3);
+          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = row[d];
+        }
+        continue;
+      }
       // d outer: each d writes NR consecutive values (the keys' rows are NR
       // read streams), rather than NR-strided scalar stores per key.
       const T* src[NR];
