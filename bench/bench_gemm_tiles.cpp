@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
   dimsum::set_num_threads(1);
   const variant variants[] = {
       {"dimsum contract (its blocking)", &run_blocked<kd::contract_blocking<float, dk::best_gemm_arch>>},
+      {"6 x 4 vectors, A packed past 256 columns", &run_blocked<kd::avx512_tile<float, 6, 4>>},
       {"12 x 2 vectors, MC 96 KC 512 NC 2048 (before)", &run_blocked<kd::gemm_blocking<12, 32, 96, 512, 2048>>},
       {"12 x 2 vectors, run-time blocks", &run_blocked<kd::gemm_blocking<12, 32, 480, 1024, 8192>>},
       {"8 x 3 vectors, run-time blocks", &run_blocked<kd::gemm_blocking<8, 48, 480, 1024, 8160>>},

@@ -24,10 +24,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__GLIBC__) && !defined(DIMSUM_KEEP_MALLOC_SETTINGS)
-#include <malloc.h>
-#endif
-
+#include <dimsum/core/malloc_settings.hpp>
 #include <dimsum/grad/parameter.hpp>
 #include <dimsum/kernels/reduce.hpp>
 #include <dimsum/ops/elementwise.hpp>
@@ -76,28 +73,6 @@ struct tape_error : std::logic_error {
 class tape;
 
 namespace detail {
-
-/// Makes glibc's malloc keep the memory a training step frees for the next
-/// step, once per process (the first tape does it). A step allocates the
-/// same activations and gradients every time; by default glibc gives
-/// everything above the largest recently freed block back to the system at
-/// the end of a step (its trim threshold follows that block, far below a
-/// step's peak) and the next step faults it back in page by page: a third
-/// of the example's step time (docs/design.md, "Memory a training step
-/// reuses"). Blocks up to 32 MiB now come from the heap and the heap is
-/// not trimmed below 1 GiB; larger blocks are still mapped and unmapped.
-/// `-DDIMSUM_KEEP_MALLOC_SETTINGS` leaves malloc as it is.
-inline void keep_freed_memory_for_reuse() noexcept {
-#if defined(__GLIBC__) && !defined(DIMSUM_KEEP_MALLOC_SETTINGS)
-  static const bool done = [] {
-    // Setting either turns glibc's dynamic thresholds off, so both are set.
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    return true;
-  }();
-  (void)done;
-#endif
-}
 
 /// One recorded operation: propagates its output's gradient to its inputs.
 struct node_base {
@@ -287,7 +262,7 @@ auto constant_var(tape* t, E&& e) {
 /// outlive it and keep their values until backward has run.
 class tape {
  public:
-  tape() { detail::keep_freed_memory_for_reuse(); }
+  tape() { dimsum::detail::keep_freed_memory_for_reuse(); }
   tape(const tape&) = delete;
   tape& operator=(const tape&) = delete;
 

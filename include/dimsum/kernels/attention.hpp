@@ -248,6 +248,9 @@ struct attention_kernel {
   struct buffers {
     T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias, *row_masks;
     std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
+    // V rows [nonfinite_lo, nonfinite_hi) of batch index nonfinite_batch
+    // hold every row with a value that is not finite (empty: none).
+    std::size_t nonfinite_batch = static_cast<std::size_t>(-1), nonfinite_lo = 0, nonfinite_hi = 0;
   };
   std::size_t scratch_bytes() const {
     const bool packs = a.nq > few_rows;  // run_row reads K and V in place
@@ -296,6 +299,19 @@ struct attention_kernel {
       T* dst = buf.kp + p * NR * a.dk;
       const std::size_t keys = std::min(NR, a.nk - p * NR);
       if (keys < NR) std::fill(dst, dst + NR * a.dk, T(0));
+      if (a.k_col == 1) {
+        // Each key's row is contiguous: read it whole (one sequential
+        // stream; K usually comes from L3, written by the projection before),
+        // prefetching the row four keys on, and store it NR-strided into the
+        // L1-resident panel. Gathers of W keys per d were slower (Zen 5).
+        for (std::size_t x = 0; x < keys; ++x) {
+          const T* row = kb + static_cast<std::ptrdiff_t>(p * NR + x) * a.k_row;
+          if (x + 4 < keys)
+            for (std::size_t d = 0; d < a.dk; d += 64 / sizeof(T)) __builtin_prefetch(row + 4 * a.k_row + d, 0, 3);
+          for (std::size_t d = 0; d < a.dk; ++d) dst[d * NR + x] = row[d];
+        }
+        continue;
+      }
       // d outer: each d writes NR consecutive values (the keys' rows are NR
       // read streams), rather than NR-strided scalar stores per key.
       const T* src[NR];
@@ -472,6 +488,26 @@ struct attention_kernel {
     return alpha;
   }
 
+  /// Whether every value of one V row (dv values, stride v_col) is finite:
+  /// x * 0 is 0 for a finite x and NaN otherwise, summed a vector at a time
+  /// when the row is contiguous.
+  bool row_is_finite(const T* row) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
+    std::size_t c = 0;
+    T poison = T(0);
+    if (a.v_col == 1 && a.dv >= W) {
+      auto acc = ops::zero();
+      const auto zero = ops::zero();
+      for (; c + W <= a.dv; c += W) acc = ops::fma(ops::loadu(row + c), zero, acc);
+      alignas(64) T lanes[W];
+      ops::store(lanes, acc);
+      for (std::size_t x = 0; x < W; ++x) poison += lanes[x];
+    }
+    for (; c < a.dv; ++c) poison += row[static_cast<std::ptrdiff_t>(c) * a.v_col] * T(0);
+    return poison == T(0);
+  }
+
   /// The term the keys outside [lo, hi) add to every row of a query tile
   /// whose causal or window stages give them weight 0 (the tiles skipped):
   /// sum_j 0 * V[j, c], into z[c]. It is 0 unless V holds NaN or ±inf there, and then NaN, as
@@ -480,6 +516,21 @@ struct attention_kernel {
   /// whether any z[c] is not 0.
   bool skipped_keys_term(buffers& buf, std::size_t bi, key_range kept) const {
     const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    // Which V rows hold a value that is not finite, found once per batch
+    // index (every query tile of it asks): only then are the skipped keys
+    // scanned column by column.
+    if (buf.nonfinite_batch != bi) {
+      buf.nonfinite_batch = bi;
+      buf.nonfinite_lo = buf.nonfinite_hi = 0;
+      for (std::size_t j = 0; j < a.nk; ++j)
+        if (!row_is_finite(vb + static_cast<std::ptrdiff_t>(j) * a.v_row)) {
+          if (buf.nonfinite_lo == buf.nonfinite_hi) buf.nonfinite_lo = j;
+          buf.nonfinite_hi = j + 1;
+        }
+    }
+    const bool below = buf.nonfinite_lo < buf.nonfinite_hi && buf.nonfinite_lo < kept.lo;
+    const bool above = buf.nonfinite_lo < buf.nonfinite_hi && buf.nonfinite_hi > kept.hi;
+    if (!below && !above) return false;
     std::fill(buf.z, buf.z + a.dv, T(0));
     bool any = false;
     auto scan = [&](std::size_t from, std::size_t to) {

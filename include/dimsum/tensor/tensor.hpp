@@ -11,6 +11,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include <dimsum/core/malloc_settings.hpp>
 #include <dimsum/tensor/expression.hpp>
 #include <dimsum/tensor/named_access.hpp>
 #include <dimsum/tensor/tensor_view.hpp>
@@ -49,6 +50,7 @@ class tensor : public expression_tag {
       auto ext = detail::permute<dims_of_t<E>, dims>(e.extents());
       detail::check_static_extents<dims>(ext, "assignment");
       detail::checked_size<T, dims>(ext);
+      detail::keep_freed_memory_for_reuse();
       storage_ = storage_type(to_shape(ext));
       e.eval_to(view_in_order_of<dims_of_t<E>>());
     } else {
@@ -185,7 +187,7 @@ class tensor : public expression_tag {
  private:
   struct from_extents_tag {};
   tensor(from_extents_tag, const std::array<std::size_t, rank>& ext)
-      : storage_((detail::checked_size<T, dims>(ext), to_shape(ext))) {
+      : storage_((detail::checked_size<T, dims>(ext), detail::keep_freed_memory_for_reuse(), to_shape(ext))) {
     std::fill(storage_.begin(), storage_.end(), T{});
   }
 

@@ -32,10 +32,13 @@ namespace dimsum::kernels::detail {
 /// Register block MR x NR and the largest cache blocks MC (rows of A per L2
 /// block), KC (depth of a panel), NC (columns of B per L3 block). The blocks
 /// a call uses are chosen at run time from the machine's cache sizes
-/// (`cache_blocks_for`), never above these.
-template <std::size_t MR, std::size_t NR, std::size_t MC, std::size_t KC, std::size_t NC>
+/// (`cache_blocks_for`), never above these. A_IN_PLACE_COLS: up to this
+/// many columns per block, an A whose K is contiguous is read in place
+/// rather than packed (`unpacked_a_max_cols`).
+template <std::size_t MR, std::size_t NR, std::size_t MC, std::size_t KC, std::size_t NC,
+          std::size_t A_IN_PLACE_COLS = 4 * NR>
 struct gemm_blocking {
-  static constexpr std::size_t mr = MR, nr = NR, mc = MC, kc = KC, nc = NC;
+  static constexpr std::size_t mr = MR, nr = NR, mc = MC, kc = KC, nc = NC, a_in_place_cols = A_IN_PLACE_COLS;
   static_assert(MR > 0 && NR > 0 && KC > 0, "dimsum: empty GEMM block");
   static_assert(MC % MR == 0 && NC % NR == 0, "dimsum: MC and NC must be multiples of MR and NR");
 };
@@ -70,8 +73,8 @@ struct default_blocking_for<T, Arch,
 
 /// An AVX-512 tile of MR rows by NV vectors of T, with cache blocks of at
 /// most 480 / 240 rows, KC = 1024 and NC = 8192 / 4096 (floats / doubles).
-template <class T, std::size_t MR, std::size_t NV>
-using avx512_tile = gemm_blocking<MR, NV * 64 / sizeof(T), 1920 / sizeof(T), 1024, 32768 / sizeof(T)>;
+template <class T, std::size_t MR, std::size_t NV, std::size_t A_IN_PLACE_COLS = 4 * NV * 64 / sizeof(T)>
+using avx512_tile = gemm_blocking<MR, NV * 64 / sizeof(T), 1920 / sizeof(T), 1024, 32768 / sizeof(T), A_IN_PLACE_COLS>;
 
 // AVX-512 (32 zmm): 12 x 32 floats or 12 x 16 doubles = 24 accumulators, 2 B
 // vectors, 1 broadcast: the fused attention's tiles (attention.hpp). The
@@ -104,7 +107,8 @@ struct contract_blocking_for {
 
 template <class T, class Arch>
 struct contract_blocking_for<T, Arch, std::enable_if_t<std::is_base_of_v<xsimd::avx512f, Arch>>> {
-  using type = avx512_tile<T, 6, 4>;
+  // A float A with contiguous K is read in place at every N (see above).
+  using type = avx512_tile<T, 6, 4, std::is_same_v<T, float> ? 32768 / sizeof(T) : 4 * 4 * 64 / sizeof(T)>;
 };
 
 template <class T, class Arch>
@@ -196,11 +200,13 @@ void pack_b_block(const gemm_problem<T>& p, const T* b, std::size_t jc, std::siz
   }
 }
 
-/// Below this many columns per block (a few micro-panels of B), an A whose
-/// K is contiguous is read in place: each A micro-panel would be reused only
-/// a few times, so packing it costs more than it saves (BLIS's "sup" idea).
+/// Up to this many columns per block, an A whose K is contiguous is read in
+/// place. By default a few micro-panels of B (each A micro-panel would be
+/// reused only a few times, so packing it costs more than it saves: BLIS's
+/// "sup" idea); the AVX-512 GEMM reads such an A in place always
+/// (`contract_blocking_for`).
 template <class Blk>
-inline constexpr std::size_t unpacked_a_max_cols = 4 * Blk::nr;
+inline constexpr std::size_t unpacked_a_max_cols = Blk::a_in_place_cols;
 
 /// C[m0:m1, jc:jc+nc] (+)= A[m0:m1, pc:pc+kc] * packed B block: packs A one
 /// MC block at a time into packed_a (or reads it in place, above) and runs
