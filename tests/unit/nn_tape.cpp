@@ -413,6 +413,16 @@ TEST_CASE("nn_tape: multi_head_attention with dropout in training draws the tens
   dimsum::grad::tape t;
   auto out = mha(t.constant(q_in), kv_in, kv_in, mask);
   CHECK(mha.drop.seed == 8);  // one mask per call, as the tensor form
+  // The attention on this path is six nodes (scores, scale, mask, softmax,
+  // dropout, weighted sum); without dropout it is one fused node, and the
+  // layers around it are the same.
+  {
+    mha.drop.training = false;
+    dimsum::grad::tape fused;
+    (void)mha(fused.constant(q_in), kv_in, kv_in, mask);
+    CHECK(t.size() == fused.size() + 5);
+    mha.drop.training = true;
+  }
   for (std::size_t i = 0; i < untaped.output.size(); ++i)
     CHECK(out.value().data()[i] == Approx(untaped.output.data()[i]).margin(1e-14));
   // The output differs from eval mode's: the mask dropped something.
