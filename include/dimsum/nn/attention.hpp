@@ -126,22 +126,13 @@ struct multi_head_attention {
   /// dropout_p) applies to the attention weights only when `drop.training`
   /// is set; the default is inference, where it is the identity.
   multi_head_attention(NHeads heads, Emb emb, DK dk = DK{0}, double dropout_p = 0.1)
-      : drop(dropout_p), num_heads(heads.value), dim_k(dk.value ? dk.value : emb.value / std::max<std::size_t>(heads.value, 1)) {
-    if (num_heads == 0 || dim_k == 0)
-      throw shape_error("multi_head_attention: dim '" + std::string(NHeads::name.view()) + "' has extent " +
-                        std::to_string(num_heads) + " and dim '" + std::string(DK::name.view()) + "' has extent " +
-                        std::to_string(dim_k) + "; both must be at least 1");
-    if (num_heads > static_cast<std::size_t>(-1) / dim_k)
-      throw shape_error("multi_head_attention: dim '" + std::string(NHeads::name.view()) + "' of extent " +
-                        std::to_string(num_heads) + " times dim '" + std::string(DK::name.view()) + "' of extent " +
-                        std::to_string(dim_k) + " overflows std::size_t (dim '" +
-                        std::string(Features::name.view()) + "' is their product)");
-    const Features f{num_heads * dim_k};
-    q_linear = linear<T, Emb, Features>(emb, f);
-    k_linear = linear<T, Emb, Features>(emb, f);
-    v_linear = linear<T, Emb, Features>(emb, f);
-    out = linear<T, Features, Emb>(f, emb);
-  }
+      : q_linear(emb, features(heads, emb, dk)),
+        k_linear(emb, features(heads, emb, dk)),
+        v_linear(emb, features(heads, emb, dk)),
+        out(features(heads, emb, dk), emb),
+        drop(dropout_p),
+        num_heads(heads.value),
+        dim_k(head_width(heads, emb, dk)) {}
 
   void reset_parameters(std::uint64_t seed) {
     q_linear.reset_parameters(seed);
@@ -243,6 +234,27 @@ struct multi_head_attention {
   }
 
  private:
+  // dim_k, or emb / heads when it is 0 (the seed's default).
+  static std::size_t head_width(NHeads heads, Emb emb, DK dk) {
+    return dk.value ? dk.value : emb.value / std::max<std::size_t>(heads.value, 1);
+  }
+  // Features{heads * dim_k}, checked. The layers are built from it in the
+  // member initialisers: assigning built layers in the constructor's body
+  // made g++ 12 warn that a temporary's optional bias may be uninitialised.
+  static Features features(NHeads heads, Emb emb, DK dk) {
+    const std::size_t h = heads.value, d = head_width(heads, emb, dk);
+    if (h == 0 || d == 0)
+      throw shape_error("multi_head_attention: dim '" + std::string(NHeads::name.view()) + "' has extent " +
+                        std::to_string(h) + " and dim '" + std::string(DK::name.view()) + "' has extent " +
+                        std::to_string(d) + "; both must be at least 1");
+    if (h > static_cast<std::size_t>(-1) / d)
+      throw shape_error("multi_head_attention: dim '" + std::string(NHeads::name.view()) + "' of extent " +
+                        std::to_string(h) + " times dim '" + std::string(DK::name.view()) + "' of extent " +
+                        std::to_string(d) + " overflows std::size_t (dim '" + std::string(Features::name.view()) +
+                        "' is their product)");
+    return Features{h * d};
+  }
+
   template <dimension Batch, dimension QSeq, dimension KSeq, class Q, class K, class V, class M>
   auto run(const Q& q, const K& k, const V& v, const M& mask, trace<Batch, QSeq, KSeq>& t) {
     t.q_lin = q_linear(q);
