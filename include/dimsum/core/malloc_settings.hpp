@@ -5,6 +5,7 @@
 /// training step reuses"). `-DDIMSUM_KEEP_MALLOC_SETTINGS` leaves malloc as
 /// it is.
 
+#include <atomic>
 #include <cstdlib>
 
 #if defined(__GLIBC__) && !defined(DIMSUM_KEEP_MALLOC_SETTINGS)
@@ -13,9 +14,27 @@
 
 namespace dimsum::detail {
 
+#if defined(__GLIBC__) && !defined(DIMSUM_KEEP_MALLOC_SETTINGS)
+/// Whether the settings were made (the check on every allocation is one
+/// relaxed load; the settings themselves are made out of line, once).
+inline std::atomic<bool> malloc_settings_made{false};
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline, cold))
+#endif
+inline void make_malloc_settings() noexcept {
+  if (malloc_settings_made.exchange(true)) return;
+  // Setting either turns glibc's dynamic thresholds off, so both are set.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+#endif
+
 /// Makes glibc's malloc keep the memory a forward pass or a training step
-/// frees for the next one, once per process (the first tensor that
-/// allocates, or the first tape, does it). A loop allocates the same
+/// frees for the next one, once per process (the first tensor evaluated
+/// from an expression, or the first tape, does it; not the zero-filled
+/// constructor, where the extra call made g++ 12 report a false
+/// -Wmaybe-uninitialized in nn modules). A loop allocates the same
 /// activations (and gradients) every time; by default glibc gives
 /// everything above the largest recently freed block back to the system at
 /// the end of a pass (its trim threshold follows that block, far below a
@@ -27,13 +46,7 @@ namespace dimsum::detail {
 /// `-DDIMSUM_KEEP_MALLOC_SETTINGS` leaves malloc as it is.
 inline void keep_freed_memory_for_reuse() noexcept {
 #if defined(__GLIBC__) && !defined(DIMSUM_KEEP_MALLOC_SETTINGS)
-  static const bool done = [] {
-    // Setting either turns glibc's dynamic thresholds off, so both are set.
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    return true;
-  }();
-  (void)done;
+  if (!malloc_settings_made.load(std::memory_order_relaxed)) make_malloc_settings();
 #endif
 }
 

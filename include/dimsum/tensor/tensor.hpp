@@ -187,7 +187,7 @@ class tensor : public expression_tag {
  private:
   struct from_extents_tag {};
   tensor(from_extents_tag, const std::array<std::size_t, rank>& ext)
-      : storage_((detail::checked_size<T, dims>(ext), detail::keep_freed_memory_for_reuse(), to_shape(ext))) {
+      : storage_((detail::checked_size<T, dims>(ext), to_shape(ext))) {
     std::fill(storage_.begin(), storage_.end(), T{});
   }
 
