@@ -27,6 +27,13 @@ namespace malloc_test {
 DIMSUM_DIM(row);
 DIMSUM_DIM(col);
 
+/// A first tensor evaluated from an expression (what makes the setting,
+/// unless DIMSUM_KEEP_MALLOC_SETTINGS): one element, 1.
+inline float first_tensor_from_an_expression() {
+  const dimsum::tensor<float, row> first = dimsum::tensor<float, row>(row{1}) + 1.0f;
+  return first(row{0});
+}
+
 inline long minor_faults() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);

@@ -207,18 +207,7 @@ TEST_CASE("nn_tape: modules called on vars give every parameter PyTorch's gradie
   // PyTorch's gradients, read into a second model by the same dotted names.
   tiny want = make_tiny();
   dimsum::load_npy_dir(fixture("grads"), want);
-  const auto want_grads = values_by_name(want);
-  std::size_t checked = 0;
-  nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
-    const auto& w = want_grads.at(name);
-    REQUIRE(w.size() == p.grad.size());
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      INFO(name << "[" << i << "]");
-      CHECK(p.grad.data()[i] == Approx(w[i]).margin(1e-12));
-      ++checked;
-    }
-  });
-  CHECK(checked == 7 * 4 + 5 * 4 + 5 + 5 + 5 + 3 * 5);
+  CHECK(expect_grads(m, want, 1e-12) == 7 * 4 + 5 * 4 + 5 + 5 + 5 + 3 * 5);
   const auto want_gx = dimsum::load_npy<tensor<double, batch, emb>>(fixture("grad_x.npy"));
   const auto& gx = dimsum::gradient<batch, emb>(x);
   for (std::size_t i = 0; i < want_gx.size(); ++i) CHECK(gx.data()[i] == Approx(want_gx.data()[i]).margin(1e-12));

@@ -137,6 +137,20 @@ namespace detail {
 template <std::size_t Pos, class NewDims, class E>
 auto split_dim_checked(E&& e, const std::array<std::size_t, NewDims::size>& ext);
 
+/// The row-major tensor t (an rvalue) seen as a To of extents ext (the same
+/// number of elements): its buffer moved, not copied.
+template <class To, class From>
+To reshaped(From&& t, const std::array<std::size_t, To::rank>& ext) {
+  typename To::storage_type::inner_shape_type shape{};
+  typename To::storage_type::inner_strides_type strides{};
+  const auto rs = row_major_strides<To::rank>(ext);
+  for (std::size_t i = 0; i < To::rank; ++i) {
+    shape[i] = ext[i];
+    strides[i] = ext[i] == 1 ? 0 : rs[i];  // xtensor's strides: 0 for a dim of extent 1
+  }
+  return To::adopt(typename To::storage_type(std::move(t.storage().storage()), std::move(shape), std::move(strides)));
+}
+
 /// Whether a split or merge of dims [Pos, Pos + Count) of L into Ins is
 /// valid: a pure condition (one that itself failed a static_assert would be
 /// a second error on clang); report_regroup reports in the failing branch.
@@ -227,14 +241,7 @@ auto split_dim_checked(E&& e, const std::array<std::size_t, NewDims::size>& ext)
     }
     return view_for_t<std::remove_pointer_t<decltype(e.data())>, R>(e.data(), rext, rst);
   } else {
-    auto t = eval(std::forward<E>(e));
-    using RT = tensor_for_t<T, R>;
-    typename RT::storage_type::inner_shape_type shape{};
-    for (std::size_t i = 0; i < R::size; ++i) shape[i] = rext[i];
-    typename RT::storage_type::inner_strides_type strides{};
-    const auto rs = detail::row_major_strides<R::size>(rext);
-    for (std::size_t i = 0; i < R::size; ++i) strides[i] = rext[i] == 1 ? 0 : rs[i];
-    return RT::adopt(typename RT::storage_type(std::move(t.storage().storage()), std::move(shape), std::move(strides)));
+    return reshaped<tensor_for_t<T, R>>(eval(std::forward<E>(e)), rext);
   }
 }
 }  // namespace detail

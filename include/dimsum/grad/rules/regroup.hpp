@@ -20,20 +20,6 @@
 namespace dimsum {
 
 namespace grad::detail {
-/// The row-major tensor t seen as a To of extents ext (the same number of
-/// elements): its buffer moved, not copied.
-template <class To, class From>
-To reshaped(From&& t, const std::array<std::size_t, To::rank>& ext) {
-  typename To::storage_type::inner_shape_type shape{};
-  typename To::storage_type::inner_strides_type strides{};
-  const auto rs = dimsum::detail::row_major_strides<To::rank>(ext);
-  for (std::size_t i = 0; i < To::rank; ++i) {
-    shape[i] = ext[i];
-    strides[i] = ext[i] == 1 ? 0 : rs[i];  // xtensor's strides: 0 for a dim of extent 1
-  }
-  return To::adopt(typename To::storage_type(std::move(t.storage().storage()), std::move(shape), std::move(strides)));
-}
-
 /// Records var v's elements seen with the dims R and extents ext (a split
 /// or merge of row-major dims); the gradient is g seen with v's dims.
 template <class R, class V>
@@ -43,7 +29,7 @@ auto record_reshape(const V& v, const std::array<std::size_t, R::size>& ext) {
   RT value = uninitialized_tensor<RT>(ext);
   std::copy_n(v.value().data(), value.size(), value.data());
   return record(v.owner(), std::move(value), v.requires_grad(), [v](auto& g, const auto&) {
-    v.node()->accumulate(reshaped<typename X::tensor_type>(std::move(g), v.extents()));
+    v.node()->accumulate(dimsum::detail::reshaped<typename X::tensor_type>(std::move(g), v.extents()));
   });
 }
 }  // namespace grad::detail
