@@ -534,6 +534,68 @@ TEMPLATE_TEST_CASE("kernels/gemm: results are bit-identical on 1, 2 and 3 thread
   }
 }
 
+TEMPLATE_TEST_CASE("kernels/gemm: a team splitting B blocks by columns (A read in place) matches 1 thread",
+                   "[kernels][gemm][threads]", float, double) {
+  // A team's pieces are an M block times half of a B block's columns when A
+  // is read in place and a block has 4 or more panels; M blocks are equal
+  // runs of MR tiles, as many as a multiple of the threads. Row-major A (K
+  // contiguous) under a tiny blocking of 4 panels per B block (three B
+  // blocks in N, the last one's last panel partial, and several in K), and
+  // under the GEMM's own blocking (one block of 5 panels for float).
+  namespace kd = dimsum::kernels::detail;
+  constexpr std::size_t w = kd::simd_ops<TestType, dk::best_gemm_arch>::width;
+  using four_panels = kd::gemm_blocking<3, 2 * w, 6, 5, 8 * w>;
+  STATIC_REQUIRE(four_panels::nc <= kd::unpacked_a_max_cols<four_panels>);
+  const std::vector<shape> shapes{mnk(203, 24 * w - 5, 23), mnk(300, 300, 70)};
+  for (bool tiny_blocks : {true, false}) {
+    for (const auto& s : shapes) {
+      INFO("shape #" << (&s - shapes.data()) << (tiny_blocks ? ", four-panel blocks" : ""));
+      problem_options o;
+      o.beta = 0.5;
+      auto run = [&](problem<TestType>& p, int threads) {
+        thread_count_guard g(threads);
+        if (tiny_blocks)
+          kd::contract_blocked<TestType, dk::best_gemm_arch, four_panels>(p.args());
+        else
+          dk::contract(p.args());
+      };
+      auto one = make_problem<TestType>(s, o);
+      run(one, 1);
+      CHECK(mismatches(one) == 0);
+      for (int threads : {2, 3}) {
+        INFO(threads << " threads");
+        auto more = make_problem<TestType>(s, o);
+        run(more, threads);
+        CHECK(mismatches(more) == 0);
+        CHECK(same_c(one, more));
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("kernels/gemm: the team's M blocks are equal runs of tiles", "[kernels][gemm][threads]",
+                   float) {
+  namespace kd = dimsum::kernels::detail;
+  // 1024 rows, MC 60, MR 6, 2 threads: 18 blocks of 9 or 10 tiles (not 17
+  // blocks of 60 rows and one of 4).
+  const kd::team_m_blocks b(1024, 6, 60, 2);
+  CHECK(b.count == 18);
+  CHECK(b.max_rows == 60);
+  std::size_t rows = 0;
+  for (std::size_t j = 0; j < b.count; ++j) {
+    const std::size_t n = b.first(j + 1) - b.first(j);
+    CHECK(n <= 60);
+    CHECK(n >= (j + 1 == b.count ? 1u : 54u));
+    rows += n;
+  }
+  CHECK(rows == 1024);
+  CHECK(b.first(0) == 0);
+  // 3 threads, 7 rows of MR 6 under MC 6: 3 blocks of whole tiles, one empty.
+  const kd::team_m_blocks c(7, 6, 6, 3);
+  CHECK(c.count == 3);
+  CHECK(c.first(3) == 7);
+}
+
 TEMPLATE_TEST_CASE("kernels/gemm: A read in place and A packed give bit-identical results",
                    "[kernels][gemm]", float, double) {
   // A K-contiguous A is read in place when a column block has at most four

@@ -8,8 +8,10 @@
 ///   in M to share.
 /// - A team on one matrix (one batch index, enough MC blocks of M): the
 ///   threads pack each B block together (NR-wide panels handed out in
-///   chunks) into one shared buffer, then take MC blocks of M one at a time,
-///   each packing its own A block. B is packed once, not once per thread.
+///   chunks) into one shared buffer, then take pieces one at a time: an M
+///   block (equal blocks, as many as a multiple of the threads), or with A
+///   read in place half of one, each packing its own A block. B is packed
+///   once, not once per thread.
 ///   Every piece of work is claimed from a counter, so nobody waits for a
 ///   given thread: a thread waits only for pieces others have claimed and
 ///   are running, and a thread the OS has descheduled before it joins finds
@@ -62,19 +64,40 @@ inline void wait_for_pieces(const std::atomic<std::size_t>& done, std::size_t ta
   }
 }
 
+/// The M blocks of a team: `count` blocks, a multiple of the thread count,
+/// of whole MR tiles spread as evenly as they go (sizes differ by one tile
+/// at most, the last may be shorter), none above `max_rows`. Equal blocks,
+/// an equal number per thread: with blocks of the machine's MC and a short
+/// last one (1024 rows = 17 x 60 + 4), one of two threads had 56 rows more
+/// than the other and the other idled for most of a block at the end (8% of
+/// a 2-thread 1024 GEMM on Zen 5).
+struct team_m_blocks {
+  std::size_t m, mr, tiles, count, max_rows;
+  team_m_blocks(std::size_t m_, std::size_t mr_, std::size_t mc_max, std::size_t threads)
+      : m(m_), mr(mr_), tiles((m_ + mr_ - 1) / mr_) {
+    count = round_up((m + mc_max - 1) / mc_max, threads);
+    max_rows = (tiles + count - 1) / count * mr;
+  }
+  /// The first row of block j (j == count: m).
+  std::size_t first(std::size_t j) const { return std::min(m, j * tiles / count * mr); }
+};
+
 /// One thread of a team on batch index 0: walks the B blocks in loop order;
 /// for each, helps pack it into packed_b[block % 2], waits until it is
 /// packed and the previous block's products are in C (K blocks accumulate
-/// onto them), then multiplies MC blocks of M against it until none is
-/// left. Double buffering lets a thread pack the next block while others
+/// onto them), then multiplies pieces against it until none is left: an M
+/// block times one of `n_parts` column ranges of the B block (whole
+/// panels). Halving the columns of a piece halves the work a thread can be
+/// left with at the end, at the same B traffic per flop; it is used when A
+/// is read in place (a packed A block would be packed once per part). Double buffering lets a thread pack the next block while others
 /// finish their last products of this one; a buffer is packed again only
 /// after every product that read it has finished (they precede the wait of
 /// the block in between).
 template <class T, class Arch, class Blk>
-void gemm_team_member(const gemm_problem<T>& p, const block_plan<T, Blk>& plan, std::size_t mc,
-                      T* const* packed_b, std::size_t chunk_cols, gemm_team_progress& g) {
+void gemm_team_member(const gemm_problem<T>& p, const block_plan<T, Blk>& plan, const team_m_blocks& rows,
+                      T* const* packed_b, std::size_t chunk_cols, std::size_t n_parts, gemm_team_progress& g) {
   const batch_operands<T> x(p, 0);
-  const std::size_t m_blocks = (p.nm + mc - 1) / mc;
+  const std::size_t mc = rows.max_rows, pieces = rows.count * n_parts;
   T* packed_a = nullptr;  // reserved when first needed: a latecomer with no work allocates nothing
   std::size_t pack_end = 0, block = 0;
   for (std::size_t jc = 0; jc < p.nn; jc += plan.nc) {
@@ -91,11 +114,16 @@ void gemm_team_member(const gemm_problem<T>& p, const block_plan<T, Blk>& plan, 
         g.pack_done.fetch_add(1, std::memory_order_release);
       }
       wait_for_pieces(g.pack_done, pack_end);
-      wait_for_pieces(g.mul_done, block * m_blocks);
-      for (std::size_t i = 0; claim_piece(g.mul_next, (block + 1) * m_blocks, i);) {
-        if (packed_a == nullptr) packed_a = static_cast<T*>(thread_scratch().reserve(plan.bytes_a(mc)));
-        const std::size_t m0 = (i - block * m_blocks) * mc;
-        multiply_rows<T, Arch, Blk>(p, x.a, x.c, jc, nc, pc, kc, b, m0, std::min(p.nm, m0 + mc), mc, packed_a);
+      wait_for_pieces(g.mul_done, block * pieces);
+      const std::size_t part_cols = round_up((nc + n_parts - 1) / n_parts, Blk::nr);
+      for (std::size_t i = 0; claim_piece(g.mul_next, (block + 1) * pieces, i);) {
+        const std::size_t j = (i - block * pieces) / n_parts, part = (i - block * pieces) % n_parts;
+        const std::size_t j0 = std::min(nc, part * part_cols), j1 = std::min(nc, j0 + part_cols);
+        if (j0 < j1) {
+          if (packed_a == nullptr) packed_a = static_cast<T*>(thread_scratch().reserve(plan.bytes_a(mc)));
+          multiply_rows<T, Arch, Blk>(p, x.a, x.c, jc + j0, j1 - j0, pc, kc, b + j0 * kc, rows.first(j),
+                                      rows.first(j + 1), mc, packed_a);
+        }
         g.mul_done.fetch_add(1, std::memory_order_release);
       }
     }
@@ -109,18 +137,21 @@ inline aligned_scratch& team_scratch() {
 }
 
 /// C of batch index 0 by a team of `threads` (the calling thread and pool
-/// workers), M in blocks of `mc`.
+/// workers), M in the blocks of `rows`.
 template <class T, class Arch, class Blk>
-void gemm_team(const gemm_problem<T>& p, const block_plan<T, Blk>& plan, std::size_t mc, std::size_t threads) {
+void gemm_team(const gemm_problem<T>& p, const block_plan<T, Blk>& plan, const team_m_blocks& rows,
+               std::size_t threads) {
   const std::size_t bytes_b = plan.bytes_b();
   auto* buf = static_cast<unsigned char*>(team_scratch().reserve(2 * bytes_b));
   T* const packed_b[2] = {reinterpret_cast<T*>(buf), reinterpret_cast<T*>(buf + bytes_b)};
   // About four chunks per thread per B block, of whole panels.
   const std::size_t panels = (plan.nc + Blk::nr - 1) / Blk::nr;
   const std::size_t chunk_cols = std::max<std::size_t>(1, panels / (4 * threads)) * Blk::nr;
+  const std::size_t n_parts = p.a_k_unit && plan.nc <= unpacked_a_max_cols<Blk> && panels >= 4 ? 2 : 1;
   gemm_team_progress g;
   parallel_for(
-      threads, [&](std::size_t) { gemm_team_member<T, Arch, Blk>(p, plan, mc, packed_b, chunk_cols, g); },
+      threads,
+      [&](std::size_t) { gemm_team_member<T, Arch, Blk>(p, plan, rows, packed_b, chunk_cols, n_parts, g); },
       threads);
 }
 
@@ -165,8 +196,8 @@ void contract_blocked(const contraction_args<T>& args) {
       in_pool_job() ? 1 : threads_for_flops(2.0 * double(nb) * double(p.nm) * double(p.nn) * double(p.nk));
   if (nb == 1 && threads > 1) {
     const block_plan<T, Blk> plan(p.nk, p.nn);
-    const std::size_t mc = plan.mc(p.nm);
-    if ((p.nm + mc - 1) / mc >= 2 * threads) return gemm_team<T, Arch, Blk>(p, plan, mc, threads);
+    const team_m_blocks rows(p.nm, Blk::mr, plan.mc_max, threads);
+    if ((p.nm + plan.mc_max - 1) / plan.mc_max >= 2 * threads) return gemm_team<T, Arch, Blk>(p, plan, rows, threads);
   }
   const std::size_t tiles_m = (p.nm + Blk::mr - 1) / Blk::mr;
   const std::size_t tiles_n = (p.nn + Blk::nr - 1) / Blk::nr;
