@@ -10,6 +10,37 @@
 
 namespace dimsum::kernels::detail {
 
+/// Copies R consecutive values: 64 bytes at a time when R fills whole 64-byte
+/// chunks (inlined vector moves; a plain loop here becomes a memcpy call per
+/// row).
+template <std::size_t R, class T>
+inline void copy_panel_row(T* __restrict dst, const T* __restrict src) noexcept {
+  constexpr std::size_t chunk = 64 / sizeof(T);
+  if constexpr (R % chunk == 0) {
+#pragma GCC unroll 16
+    for (std::size_t x = 0; x < R; x += chunk) {
+      unsigned char bytes[64];
+      std::memcpy(bytes, src + x, 64);
+      std::memcpy(dst + x, bytes, 64);
+    }
+  } else {
+    for (std::size_t x = 0; x < R; ++x) dst[x] = src[x];
+  }
+}
+
+/// Packs R-wide panels side by side from rows whose R * panels values are
+/// consecutive (row-major B, N contiguous): row by row, so the rows are
+/// read sequentially; panel j of row q goes to dst + j * panel_stride + q * R.
+template <std::size_t R, class T>
+inline void pack_row_panels(T* __restrict dst, const T* src, const std::ptrdiff_t* k_offset, std::size_t kc,
+                            std::size_t panels, std::size_t panel_stride) noexcept {
+  for (std::size_t q = 0; q < kc; ++q) {
+    const T* s = src + k_offset[q];
+    T* d = dst + q * R;
+    for (std::size_t j = 0; j < panels; ++j, s += R, d += panel_stride) copy_panel_row<R>(d, s);
+  }
+}
+
 /// Packs one panel of width R (R = MR for A, R = NR for B) over kc values of k:
 /// `dst[p * R + x] = src[k_offset[p] + x_offset[x]]` for x < width, and 0 for
 /// width <= x < R (padding the edge panels keeps the micro-kernel branch-free).
@@ -21,10 +52,7 @@ inline void pack_panel(T* __restrict dst, const T* src, const std::ptrdiff_t* k_
                        bool x_unit, bool k_unit) noexcept {
   if (x_unit && width == R) {
     // Rows of the panel are contiguous in memory: copy R at a time.
-    for (std::size_t p = 0; p < kc; ++p) {
-      const T* s = src + k_offset[p] + x_offset[0];
-      for (std::size_t x = 0; x < R; ++x) dst[p * R + x] = s[x];
-    }
+    for (std::size_t p = 0; p < kc; ++p) copy_panel_row<R>(dst + p * R, src + k_offset[p] + x_offset[0]);
     return;
   }
   if (width < R) {
