@@ -66,11 +66,9 @@ inline void wait_for_pieces(const std::atomic<std::size_t>& done, std::size_t ta
 
 /// The M blocks of a team: `count` blocks, a multiple of the thread count,
 /// of whole MR tiles spread as evenly as they go (sizes differ by one tile
-/// at most, the last may be shorter), none above `max_rows`. Equal blocks,
-/// an equal number per thread: with blocks of the machine's MC and a short
-/// last one (1024 rows = 17 x 60 + 4), one of two threads had 56 rows more
-/// than the other and the other idled for most of a block at the end (8% of
-/// a 2-thread 1024 GEMM on Zen 5).
+/// at most, the last may be shorter), none above `max_rows`: 1024 rows under
+/// MC = 60 on 2 threads are 18 blocks of 54-60 rows, not 17 of 60 and one
+/// of 4.
 struct team_m_blocks {
   std::size_t m, mr, tiles, count, max_rows;
   team_m_blocks(std::size_t m_, std::size_t mr_, std::size_t mc_max, std::size_t threads)
@@ -89,10 +87,11 @@ struct team_m_blocks {
 /// block times one of `n_parts` column ranges of the B block (whole
 /// panels). Halving the columns of a piece halves the work a thread can be
 /// left with at the end, at the same B traffic per flop; it is used when A
-/// is read in place (a packed A block would be packed once per part). Double buffering lets a thread pack the next block while others
-/// finish their last products of this one; a buffer is packed again only
-/// after every product that read it has finished (they precede the wait of
-/// the block in between).
+/// is read in place (a packed A block would be packed once per part).
+/// Double buffering lets a thread pack the next block while others finish
+/// their last products of this one; a buffer is packed again only after
+/// every product that read it has finished (they precede the wait of the
+/// block in between).
 template <class T, class Arch, class Blk>
 void gemm_team_member(const gemm_problem<T>& p, const block_plan<T, Blk>& plan, const team_m_blocks& rows,
                       T* const* packed_b, std::size_t chunk_cols, std::size_t n_parts, gemm_team_progress& g) {
