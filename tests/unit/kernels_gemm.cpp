@@ -491,6 +491,30 @@ TEMPLATE_TEST_CASE("kernels/gemm: an operand broadcast along a dim (stride 0)",
   });
 }
 
+/// Runs one problem on 1, then 2 and 3 threads, under blocking Blk (or the
+/// GEMM's own when !use_blk): each result right, and 2 and 3 threads
+/// bit-identical to 1.
+template <class T, class Blk>
+void check_thread_counts_agree(const shape& s, const problem_options& o, bool use_blk) {
+  auto run = [&](problem<T>& p, int threads) {
+    thread_count_guard g(threads);
+    if (use_blk)
+      dimsum::kernels::detail::contract_blocked<T, dk::best_gemm_arch, Blk>(p.args());
+    else
+      dk::contract(p.args());
+  };
+  auto one = make_problem<T>(s, o);
+  run(one, 1);
+  CHECK(mismatches(one) == 0);
+  for (int threads : {2, 3}) {
+    INFO(threads << " threads");
+    auto more = make_problem<T>(s, o);
+    run(more, threads);
+    CHECK(mismatches(more) == 0);
+    CHECK(same_c(one, more));
+  }
+}
+
 TEMPLATE_TEST_CASE("kernels/gemm: results are bit-identical on 1, 2 and 3 threads",
                    "[kernels][gemm][threads]", float, double) {
   namespace kd = dimsum::kernels::detail;
@@ -513,23 +537,7 @@ TEMPLATE_TEST_CASE("kernels/gemm: results are bit-identical on 1, 2 and 3 thread
       o.beta = 0.5;
       o.la.permute = true;
       o.lb.pad = o.lc.permute = &s == &shapes.back();
-      auto one = make_problem<TestType>(s, o);
-      auto run = [&](problem<TestType>& p, int threads) {
-        thread_count_guard g(threads);
-        if (tiny_blocks)
-          kd::contract_blocked<TestType, dk::best_gemm_arch, tiny>(p.args());
-        else
-          dk::contract(p.args());
-      };
-      run(one, 1);
-      CHECK(mismatches(one) == 0);
-      for (int threads : {2, 3}) {
-        INFO(threads << " threads");
-        auto more = make_problem<TestType>(s, o);
-        run(more, threads);
-        CHECK(mismatches(more) == 0);
-        CHECK(same_c(one, more));
-      }
+      check_thread_counts_agree<TestType, tiny>(s, o, tiny_blocks);
     }
   }
 }
@@ -552,23 +560,7 @@ TEMPLATE_TEST_CASE("kernels/gemm: a team splitting B blocks by columns (A read i
       INFO("shape #" << (&s - shapes.data()) << (tiny_blocks ? ", four-panel blocks" : ""));
       problem_options o;
       o.beta = 0.5;
-      auto run = [&](problem<TestType>& p, int threads) {
-        thread_count_guard g(threads);
-        if (tiny_blocks)
-          kd::contract_blocked<TestType, dk::best_gemm_arch, four_panels>(p.args());
-        else
-          dk::contract(p.args());
-      };
-      auto one = make_problem<TestType>(s, o);
-      run(one, 1);
-      CHECK(mismatches(one) == 0);
-      for (int threads : {2, 3}) {
-        INFO(threads << " threads");
-        auto more = make_problem<TestType>(s, o);
-        run(more, threads);
-        CHECK(mismatches(more) == 0);
-        CHECK(same_c(one, more));
-      }
+      check_thread_counts_agree<TestType, four_panels>(s, o, tiny_blocks);
     }
   }
 }
