@@ -1,6 +1,7 @@
 // Seed 000's attention layer (einops HiddenAttention) at the seed's test
-// shape: batch 12, posn 20, d_model 30, nheads 2, d_head 10. Prints every
-// intermediate's named shape and a checksum of the output.
+// shape: batch 12, posn 20, d_model 30, nheads 2, d_head 10. Prints the
+// kernels in use, every intermediate's named shape and a checksum of the
+// output.
 #include <cstdio>
 #include <iostream>
 
@@ -19,7 +20,8 @@ int main() {
   auto t = attention(x, w);
 
   using dimsum::shape_string;
-  std::cout << "x        " << shape_string(x) << "\n"
+  std::cout << "kernels  " << dimsum::kernel_isa() << "\n"
+            << "x        " << shape_string(x) << "\n"
             << "q        " << shape_string(t.q) << "\n"
             << "k        " << shape_string(t.k) << "\n"
             << "v        " << shape_string(t.v) << "\n"

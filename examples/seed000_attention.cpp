@@ -12,6 +12,7 @@ DIMSUM_DIM(nheads, 2);
 DIMSUM_DIM(d_head, 10);
 
 int main() {
+  std::cout << "kernels: " << dimsum::kernel_isa() << "\n";
   attention_weights<d_model, nheads, d_head> w;  // nn.Parameters, zeros of the static extents
   dimsum::load_npy_dir(seeds::fixture("seed000"), w, dimsum::non_strict);  // W_Q.npy ... b_O.npy, by member name
   auto x = seeds::load<tensor<float, batch, posn, d_model>>("seed000/x.npy");

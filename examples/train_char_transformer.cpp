@@ -385,6 +385,7 @@ int main(int argc, char** argv) try {
             << "model: " << cfg.n_layers << " blocks, d_model " << cfg.d_model << ", " << cfg.n_heads
             << " heads, d_mlp " << cfg.d_mlp << ", context " << cfg.context << ": "
             << dimsum::nn::parameter_count(m) << " parameters\n"
+            << "kernels: " << dimsum::kernel_isa() << ", " << o.threads << " thread(s)\n"
             << "baselines: ln(vocab) = " << ln_vocab << ", unigram (held out) = " << unigram << "\n"
             << "training: " << o.steps << " steps of " << o.batch_size << " x " << cfg.context
             << " characters, AdamW lr " << o.lr << " (warmup " << o.warmup << ", cosine), clip 1.0, seed " << o.seed
