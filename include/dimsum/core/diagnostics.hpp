@@ -207,6 +207,12 @@ struct assignment_between_different_dims {
   static_assert(detail::always_false<Target, Source>,
                 "dimsum: assigning an expression to a tensor needs the same dims (in any order)");
 };
+template <class Asked, class Dims>
+struct reorder_needs_the_same_dims {
+  static_assert(detail::always_false<Asked, Dims>,
+                "dimsum: reorder needs the same dims in another order; the first argument lists the order asked for, "
+                "the second the expression's dims");
+};
 template <class Rank, class Dims>
 struct named_rank_does_not_match_dims {
   static_assert(detail::always_false<Rank, Dims>,
