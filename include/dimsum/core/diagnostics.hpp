@@ -193,6 +193,10 @@ template <class Arg, class Dims>
 struct argument_is_not_a_dim_of_the_tensor {
   static_assert(detail::always_false<Arg, Dims>, "dimsum: argument names a dim that the tensor does not have");
 };
+template <class Dim, class Dims>
+struct extent_of_a_dim_that_the_tensor_does_not_have {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: extent<D> of a dim that the tensor does not have");
+};
 template <class Arg, class Dims>
 struct argument_names_a_dim_twice {
   static_assert(detail::always_false<Arg, Dims>, "dimsum: argument list names the same dim twice");
