@@ -282,6 +282,11 @@ template <class To, class Dims>
 struct rename_target_is_already_a_dim_of_the_tensor {
   static_assert(detail::always_false<To, Dims>, "dimsum: rename to a name that the tensor already has");
 };
+template <class From, class FromExtent, class To, class ToExtent>
+struct rename_target_has_another_static_extent {
+  static_assert(detail::always_false<From, FromExtent, To, ToExtent>,
+                "dimsum: rename to a dim whose static extent differs from the renamed dim's");
+};
 
 template <class Dim, class Dims>
 struct stack_dim_is_already_a_dim_of_the_parts {
