@@ -197,6 +197,12 @@ template <class Dim, class Dims>
 struct extent_of_a_dim_that_the_tensor_does_not_have {
   static_assert(detail::always_false<Dim, Dims>, "dimsum: extent<D> of a dim that the tensor does not have");
 };
+template <class Arg, class Position, class Dims>
+struct extents_and_indices_are_given_by_name {
+  static_assert(detail::always_false<Arg, Position, Dims>,
+                "dimsum: extents and indices are given by name, not by position, e.g. tensor<float, batch, posn> "
+                "x(batch{2}, posn{3}) and x(batch{0}, posn{1}); a plain number names no dim");
+};
 template <class Arg, class Dims>
 struct argument_names_a_dim_twice {
   static_assert(detail::always_false<Arg, Dims>, "dimsum: argument list names the same dim twice");

@@ -38,7 +38,7 @@ class tensor_view : public expression_tag {
   }
 
   /// The element at the indices given by name, in any order.
-  template <dimension... Is>
+  template <detail::dim_or_number... Is>
   T& operator()(const Is&... idx) const {
     if constexpr (!detail::indices_ok<dims, Is...>())
       return (detail::report_indices<dims, Is...>(), *data_);
