@@ -198,6 +198,19 @@ class var : public var_tag {
   /// error, so `var<float, b, d> y = <mistake>;` gives that one error, not a
   /// second one about the conversion (as tensor's assignment does).
   var(invalid_expression) : var() {}
+  /// A var of other dims or another value type, as users write it
+  /// (`var<float, batch, posn> y = v * 2.0f;` for a v with more dims): the
+  /// compile error a tensor's assignment gives, naming both dim lists (or
+  /// both value types), instead of the compiler's "no conversion".
+  template <class U, dimension... Es>
+    requires(!same_name_set_v<dim_list<Ds...>, dim_list<Es...>> || !std::is_same_v<T, U>)
+  var(const var<U, Es...>&) : var() {
+    using dimsum::detail::report;
+    if constexpr (!same_name_set_v<dim_list<Ds...>, dim_list<Es...>>)
+      report<assignment_between_different_dims<diagnostic_dims_t<dim_list<Ds...>>, diagnostic_dims_t<dim_list<Es...>>>>();
+    else
+      report<value_type_mismatch<T, U>>();
+  }
   var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)), tape_(t) {}
 
   /// The materialised value.

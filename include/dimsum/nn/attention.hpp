@@ -42,6 +42,10 @@ struct attention_result {
   Scores scores;
   Scores weights;
 };
+/// What attention returns after a compile-time mistake (already reported):
+/// each member is an `invalid_expression`, so reading `.output` adds no
+/// second error.
+using invalid_attention_result = attention_result<invalid_expression, invalid_expression>;
 
 /// No mask (the default).
 struct no_mask {};
@@ -84,17 +88,17 @@ auto dot_product_attention(const Q& q, const K& k, const V& v, const M& mask = {
   if constexpr (!contains_v<LQ, QP> || !contains_v<LQ, D>) {
     report<attention_operand_lacks_a_dim<chars<'q'>, diagnostic_name_t<std::conditional_t<contains_v<LQ, QP>, D, QP>>,
                                          diagnostic_dims_t<LQ>>>();
-    return invalid_expression{};
+    return invalid_attention_result{};
   } else if constexpr (!contains_v<LK, KP> || !contains_v<LK, D>) {
     report<attention_operand_lacks_a_dim<chars<'k'>, diagnostic_name_t<std::conditional_t<contains_v<LK, KP>, D, KP>>,
                                          diagnostic_dims_t<LK>>>();
-    return invalid_expression{};
+    return invalid_attention_result{};
   } else if constexpr (!contains_v<LV, KP>) {
     report<attention_operand_lacks_a_dim<chars<'v'>, diagnostic_name_t<KP>, diagnostic_dims_t<LV>>>();
-    return invalid_expression{};
+    return invalid_attention_result{};
   } else if constexpr (QP::name.view() == KP::name.view()) {
     dimsum::detail::report<attention_query_and_key_positions_share_a_name<diagnostic_name_t<QP>>>();
-    return invalid_expression{};
+    return invalid_attention_result{};
   } else {
     const T scale = static_cast<T>(std::sqrt(double(extent<D>(q))));
     tensor_for_t<T, LS> scores = dimsum::detail::make_einsum<LS>(q, k) / scale;
@@ -192,24 +196,24 @@ struct multi_head_attention {
                           diagnostic_name_t<Emb>>;
     if constexpr (!contains_v<LQ, Emb>) {
       report<attention_operand_lacks_a_dim<chars<'q'>, diagnostic_name_t<Emb>, diagnostic_dims_t<LQ>>>();
-      return invalid_expression{};
+      return invalid_result<Q, K, V>();
     } else if constexpr (!contains_v<LK, Emb>) {
       report<attention_operand_lacks_a_dim<chars<'k'>, diagnostic_name_t<Emb>, diagnostic_dims_t<LK>>>();
-      return invalid_expression{};
+      return invalid_result<Q, K, V>();
     } else if constexpr (LQ::size != 3) {
       report<tensor_dims_are_not_the_required_dims<required, diagnostic_dims_t<LQ>>>();
-      return invalid_expression{};
+      return invalid_result<Q, K, V>();
     } else if constexpr (LK::size != 3) {
       report<tensor_dims_are_not_the_required_dims<required, diagnostic_dims_t<LK>>>();
-      return invalid_expression{};
+      return invalid_result<Q, K, V>();
     } else if constexpr (Shared::size == 0) {
       // k must share q's batch dim (one of q's other two).
       report<attention_operand_lacks_a_dim<chars<'k'>, diagnostic_dims_t<QRest>, diagnostic_dims_t<LK>>>();
-      return invalid_expression{};
+      return invalid_result<Q, K, V>();
     } else if constexpr (Shared::size == 2) {
       // q and k share both: one of them is the positions, which need two names.
       report<attention_query_and_key_positions_share_a_name<diagnostic_dims_t<Shared>>>();
-      return invalid_expression{};
+      return invalid_result<Q, K, V>();
     } else {
       using Batch = dimsum::detail::at_t<Shared, 0>;
       using QSeq = dimsum::detail::at_t<without_t<QRest, Shared>, 0>;
@@ -217,7 +221,7 @@ struct multi_head_attention {
       if constexpr (!same_name_set_v<LV, dim_list<Batch, KSeq, Emb>>) {
         report<tensor_dims_are_not_the_required_dims<
             dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>, diagnostic_dims_t<LV>>>();
-        return invalid_expression{};
+        return invalid_result<Q, K, V>();
       } else if constexpr (grad::detail::any_var_v<Q, K, V>) {
         trace<Batch, QSeq, KSeq>* keep = nullptr;
         if constexpr (!std::is_null_pointer_v<Trace>) keep = tr;
@@ -234,6 +238,16 @@ struct multi_head_attention {
   }
 
  private:
+  // What a call that reported a mistake returns: the tensor form returns an
+  // attention_result, whose members the caller reads; the tape form a var.
+  template <class Q, class K, class V>
+  static auto invalid_result() {
+    if constexpr (grad::detail::any_var_v<Q, K, V>)
+      return invalid_expression{};
+    else
+      return invalid_attention_result{};
+  }
+
   // dim_k, or emb / heads when it is 0 (the seed's default).
   static std::size_t head_width(NHeads heads, Emb emb, DK dk) {
     return dk.value ? dk.value : emb.value / std::max<std::size_t>(heads.value, 1);
