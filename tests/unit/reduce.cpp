@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "support.hpp"
@@ -62,6 +63,28 @@ TEST_CASE("reduce: of a lazy expression, NaN propagation, empty dims", "[reduce]
   CHECK(std::isnan(eval(mean<b>(e))(a{0})));
   REQUIRE_THROWS_WITH(max<b>(e), Catch::Contains("'b'") && Catch::Contains("extent 0"));
   REQUIRE_THROWS_WITH(min<b>(e), Catch::Contains("'b'") && Catch::Contains("extent 0"));
+}
+
+TEST_CASE("reduce: max and min of integer tensors start from the type's extremes", "[reduce]") {
+  // Rows of negatives only (max must not be 0) and positives only (min must
+  // not be 0), and the int64 extremes themselves; hand-computed.
+  tensor<std::int64_t, a, b> t(a{3}, b{3});
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t v[3][3] = {{-3, -5, -1}, {4, 2, 7}, {lo, hi, 0}};
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j) t(a{i}, b{j}) = v[i][j];
+  CHECK(test::flat(eval(max<b>(t))) == std::vector<double>{-1.0, 7.0, double(hi)});
+  CHECK(test::flat(eval(min<b>(t))) == std::vector<double>{-5.0, 2.0, double(lo)});
+  auto m = eval(max<b>(t));
+  CHECK(m(a{2}) == hi);
+  CHECK(eval(min<b>(t))(a{2}) == lo);
+  tensor<int, a, b> small(a{1}, b{2});
+  small(a{0}, b{0}) = -7;
+  small(a{0}, b{1}) = -9;
+  CHECK(eval(reduce<"a b -> a", "max">(small))(a{0}) == -7);
+  small(a{0}, b{0}) = 7;
+  small(a{0}, b{1}) = 9;
+  CHECK(eval(reduce<"a b -> a", "min">(small))(a{0}) == 7);
 }
 
 // prod, any, all, logsumexp against plain loops (logsumexp's loop in long
