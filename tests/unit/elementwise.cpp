@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 
 #include "support.hpp"
 
@@ -98,6 +99,32 @@ TEST_CASE("elementwise: comparisons give bool tensors; where and logical ops", "
   CHECK(neither(posn{0}));
   CHECK_FALSE(neither(posn{1}));
   CHECK(eval(a < 0.0f)(posn{0}));
+}
+
+TEST_CASE("elementwise: a floating scalar next to an integer tensor computes in floating point", "[elementwise]") {
+  // torch: ids * 0.5 is [0, 0.5, 1, 1.5] and ids == 0.5 is all false; the
+  // scalar must not be truncated to the tensor's integer type.
+  tensor<std::int64_t, posn> ids(posn{4});
+  for (std::size_t i = 0; i < 4; ++i) ids(posn{i}) = std::int64_t(i);
+  auto half = eval(ids * 0.5);
+  static_assert(std::is_same_v<value_type_of_t<decltype(half)>, double>);
+  CHECK(test::flat(half) == std::vector<double>{0.0, 0.5, 1.0, 1.5});
+  CHECK(test::flat(eval(0.5f * ids)) == std::vector<double>{0.0, 0.5, 1.0, 1.5});
+  CHECK(test::flat(eval(ids / 2.0)) == std::vector<double>{0.0, 0.5, 1.0, 1.5});
+  CHECK(test::flat(eval(ids - 0.25)) == std::vector<double>{-0.25, 0.75, 1.75, 2.75});
+  CHECK(test::flat(eval(ids == 0.5)) == std::vector<double>{0, 0, 0, 0});
+  CHECK(test::flat(eval(ids > 0.5)) == std::vector<double>{0, 1, 1, 1});
+  CHECK(test::flat(eval(where(ids > 1, ids, 0.5))) == std::vector<double>{0.5, 0.5, 2.0, 3.0});
+  // An integer scalar keeps the integer type (ids / 2 is integer division in C++).
+  auto twice = eval(ids * 2);
+  static_assert(std::is_same_v<value_type_of_t<decltype(twice)>, std::int64_t>);
+  CHECK(test::flat(twice) == std::vector<double>{0, 2, 4, 6});
+  // A floating tensor keeps its type next to a double scalar, as before.
+  tensor<float, posn> f(posn{2});
+  static_assert(std::is_same_v<value_type_of_t<decltype(f * 0.5)>, float>);
+  tensor<bool, posn> flag(posn{2});
+  flag(posn{1}) = true;
+  CHECK(test::flat(eval(flag * 0.5)) == std::vector<double>{0.0, 0.5});
 }
 
 TEST_CASE("elementwise: outer product on request, and cast", "[elementwise]") {

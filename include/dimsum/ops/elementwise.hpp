@@ -257,15 +257,21 @@ decltype(auto) as_expression(X&& x) {
   else
     return scalar_expr<T>(static_cast<T>(x));
 }
-// The value type a scalar adopts next to an expression: the expression's
-// (a float tensor times 0.5 stays float, as in PyTorch).
+// The value type a scalar S adopts next to an expression of value type V:
+// V (a float tensor times 0.5 stays float, as in PyTorch), except that a
+// floating-point scalar next to an integer or bool expression keeps its
+// type, so `ids * 0.5` and `ids > 0.5` compute in floating point, as
+// PyTorch promotes, instead of truncating 0.5 to 0.
+template <class V, class S>
+using adopted_value_t =
+    std::conditional_t<std::is_integral_v<V> && std::is_floating_point_v<std::remove_cvref_t<S>>, std::remove_cvref_t<S>, V>;
 template <class A, class B>
 struct operand_value {
-  using type = value_type_of_t<B>;
+  using type = adopted_value_t<value_type_of_t<B>, A>;
 };
 template <named_expression A, class B>
 struct operand_value<A, B> {
-  using type = value_type_of_t<A>;
+  using type = adopted_value_t<value_type_of_t<A>, B>;
 };
 template <class A, class B>
 using operand_value_t = typename operand_value<A, B>::type;
