@@ -127,6 +127,22 @@ TEST_CASE("elementwise: a floating scalar next to an integer tensor computes in 
   CHECK(test::flat(eval(flag * 0.5)) == std::vector<double>{0.0, 0.5});
 }
 
+TEST_CASE("elementwise: exp and sqrt of an integer tensor are double", "[elementwise]") {
+  // torch.exp / torch.sqrt of an int tensor give floating point; truncating
+  // back to int gave exp(-3) = 0 and sqrt(2) = 1.
+  tensor<int, posn> n(posn{3});
+  n(posn{0}) = -3;
+  n(posn{1}) = 2;
+  n(posn{2}) = 9;
+  auto e = eval(exp(n));
+  static_assert(std::is_same_v<value_type_of_t<decltype(e)>, double>);
+  CHECK(test::flat(e) == std::vector<double>{std::exp(-3.0), std::exp(2.0), std::exp(9.0)});
+  tensor<double, posn> r = sqrt(n);
+  CHECK(std::isnan(r(posn{0})));
+  CHECK(r(posn{1}) == std::sqrt(2.0));
+  CHECK(r(posn{2}) == 3.0);
+}
+
 TEST_CASE("elementwise: outer product on request, and cast", "[elementwise]") {
   tensor<float, batch> a(batch{2});
   tensor<float, posn> b(posn{3});

@@ -87,6 +87,28 @@ TEST_CASE("reduce: max and min of integer tensors start from the type's extremes
   CHECK(eval(reduce<"a b -> a", "min">(small))(a{0}) == 7);
 }
 
+TEST_CASE("reduce: a sum of bools counts in int64, a mean of integers is a double", "[reduce]") {
+  // torch.sum of a bool tensor is an int64 count; numpy's mean of integers
+  // is float64 (hand-computed: (-3 - 5 - 1) / 3 = -3, (4 + 2 + 7) / 3).
+  tensor<int, a, b> t(a{2}, b{3});
+  const int v[2][3] = {{-3, -5, -1}, {4, 2, 7}};
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) t(a{i}, b{j}) = v[i][j];
+  auto count = eval(sum<b>(t > 0));
+  static_assert(std::is_same_v<value_type_of_t<decltype(count)>, std::int64_t>);
+  CHECK(test::flat(count) == std::vector<double>{0.0, 3.0});
+  CHECK(test::flat(eval(reduce<"a b -> b", "sum">(t < 3))) == std::vector<double>{1.0, 2.0, 1.0});
+  auto m = eval(mean<b>(t));
+  static_assert(std::is_same_v<value_type_of_t<decltype(m)>, double>);
+  CHECK(test::flat(m) == std::vector<double>{-3.0, 13.0 / 3.0});
+  CHECK(test::flat(eval(reduce<"a b -> b", "mean">(t))) == std::vector<double>{0.5, -1.5, 3.0});
+  CHECK(eval(mean<a, b>(t > 0))() == 0.5);
+  tensor<int, a, b> empty(a{2}, b{0});  // was an integer division by zero
+  auto me = eval(mean<b>(empty));
+  CHECK(std::isnan(me(a{0})));
+  CHECK(std::isnan(me(a{1})));
+}
+
 // prod, any, all, logsumexp against plain loops (logsumexp's loop in long
 // double, without the maximum trick, on values where exp does not overflow).
 TEST_CASE("reduce: prod, any, all, logsumexp over one and several dims against loops", "[reduce]") {

@@ -57,8 +57,10 @@ struct minus { static constexpr const char* name = "element-wise -"; template <c
 struct multiplies { static constexpr const char* name = "element-wise *"; template <class A, class B> auto operator()(A a, B b) const { return a * b; } };
 struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { return a / b; } };
 struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return -a; } };
-struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> A operator()(A a) const { return std::exp(a); } };
-struct sqrt { static constexpr const char* name = "sqrt"; template <class A> A operator()(A a) const { return std::sqrt(a); } };
+// exp and sqrt of an integer are double (std::exp's type), as the other
+// math functions' (ops/math.hpp), not truncated back to the integer.
+struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> auto operator()(A a) const { return std::exp(a); } };
+struct sqrt { static constexpr const char* name = "sqrt"; template <class A> auto operator()(A a) const { return std::sqrt(a); } };
 struct less { static constexpr const char* name = "<"; template <class A, class B> bool operator()(A a, B b) const { return a < b; } };
 struct less_equal { static constexpr const char* name = "<="; template <class A, class B> bool operator()(A a, B b) const { return a <= b; } };
 struct greater { static constexpr const char* name = ">"; template <class A, class B> bool operator()(A a, B b) const { return a > b; } };

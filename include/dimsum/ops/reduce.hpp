@@ -6,16 +6,19 @@
 /// in t's order; reducing over a dim t lacks is a compile error. max and min
 /// over an empty dim throw `shape_error` (as PyTorch does); mean over an
 /// empty dim gives NaN; prod gives 1, any false, all true and logsumexp
-/// -inf there, as in PyTorch.
+/// -inf there, as in PyTorch. The sum of a bool tensor counts in int64 (as
+/// torch.sum); the mean of an integer tensor is a double (as numpy's).
 
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include <dimsum/kernels/reduce.hpp>
+#include <dimsum/ops/elementwise.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -272,6 +275,17 @@ auto make_reduction_node(E&& e, OpArgs&&... op) {
                        twice != npos) {
     report<reduction_names_a_dim_twice<diagnostic_name_t<at_t<dim_list<Ds...>, twice>>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
+  } else if constexpr (std::is_same_v<Node, kernel_reduction<kernels::reduce_op::sum>> &&
+                       std::is_same_v<value_type_of_t<E>, bool>) {
+    // A sum of bools counts them, in int64 as torch.sum (not a bool "or").
+    return make_reduction_node<Node, decltype(dimsum::cast<std::int64_t>(std::forward<E>(e))), Ds...>(
+        dimsum::cast<std::int64_t>(std::forward<E>(e)));
+  } else if constexpr (std::is_same_v<Node, kernel_reduction<kernels::reduce_op::mean>> &&
+                       std::is_integral_v<value_type_of_t<E>>) {
+    // A mean of integers is a double, as numpy's (torch refuses it): no
+    // truncating division, and NaN over an empty dim, not a division by 0.
+    return make_reduction_node<Node, decltype(dimsum::cast<double>(std::forward<E>(e))), Ds...>(
+        dimsum::cast<double>(std::forward<E>(e)));
   } else {
     return typename Node::template node<dim_list<Ds...>, E>(std::forward<E>(e), std::forward<OpArgs>(op)...);
   }
