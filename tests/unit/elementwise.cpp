@@ -143,6 +143,21 @@ TEST_CASE("elementwise: exp and sqrt of an integer tensor are double", "[element
   CHECK(r(posn{2}) == 3.0);
 }
 
+TEST_CASE("elementwise: where with two scalars takes cond's dims and their common type", "[elementwise]") {
+  // torch.where(x > 0, 1.0, 0.0): [0, 0, 1] for x = [-1, 0, 2].
+  tensor<float, posn> x(posn{3});
+  x(posn{0}) = -1;
+  x(posn{1}) = 0;
+  x(posn{2}) = 2;
+  auto step = eval(where(x > 0.0f, 1.0f, 0.0f));
+  static_assert(std::is_same_v<value_type_of_t<decltype(step)>, float>);
+  static_assert(has_dims<decltype(step), posn>);
+  CHECK(test::flat(step) == std::vector<double>{0.0, 0.0, 1.0});
+  auto mixed = eval(where(x < 0.0f, 1, 0.5));
+  static_assert(std::is_same_v<value_type_of_t<decltype(mixed)>, double>);
+  CHECK(test::flat(mixed) == std::vector<double>{1.0, 0.5, 0.5});
+}
+
 TEST_CASE("elementwise: outer product on request, and cast", "[elementwise]") {
   tensor<float, batch> a(batch{2});
   tensor<float, posn> b(posn{3});

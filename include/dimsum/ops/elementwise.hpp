@@ -410,12 +410,27 @@ auto cast(E&& e) {
   return detail::make_elementwise<true>(ops::cast<T>{}, std::forward<E>(e));
 }
 
+namespace detail {
+// The value type where's scalar operands take: the other operand's (as for
+// a + b), or, when both are scalars (`where(c, 1.0f, 0.0f)`), their common type.
+template <class A, class B>
+struct where_value {
+  using type = std::common_type_t<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
+};
+template <class A, class B>
+  requires named_expression<A> || named_expression<B>
+struct where_value<A, B> {
+  using type = typename std::conditional_t<named_expression<A>, operand_value<A, B>, operand_value<B, A>>::type;
+};
+}  // namespace detail
+
 /// `a` where `cond` is true, else `b`; the dims are cond's, then a's, then
-/// b's new ones, with the strict broadcasting rule between them.
+/// b's new ones, with the strict broadcasting rule between them. a and b may
+/// both be scalars (`where(x > 0.0f, 1.0f, 0.0f)`: cond's dims).
 template <named_expression C, class A, class B>
   requires(named_expression<A> || scalar<A>) && (named_expression<B> || scalar<B>)
 auto where(C&& cond, A&& a, B&& b) {
-  using T = typename std::conditional_t<named_expression<A>, detail::operand_value<A, B>, detail::operand_value<B, A>>::type;
+  using T = typename detail::where_value<A, B>::type;
   return detail::make_elementwise<true>(ops::where{}, std::forward<C>(cond), detail::as_expression<A, T>(std::forward<A>(a)),
                                         detail::as_expression<B, T>(std::forward<B>(b)));
 }
