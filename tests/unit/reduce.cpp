@@ -247,6 +247,31 @@ DIMSUM_DIM(d);
 using einops_fixture::expect_near;
 using einops_fixture::load;
 
+TEST_CASE("reduce: a fold visits each position's elements in row-major order of the reduced dims", "[reduce][pattern]") {
+  // acc * 10 + v is not commutative: the result spells the visiting order.
+  // Reduced dims (c, a) listed against the operand's order, on a transposed
+  // view; plain loops give the expected digits.
+  tensor<double, a, b, c> t(a{2}, b{3}, c{3});
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t k = 0; k < 3; ++k) t(a{i}, b{j}, c{k}) = double((i + 2 * j + k) % 10);
+  const auto tv = reorder<dim_list<c, b, a>>(t);
+  auto digits = eval(reduce<"c b a -> b">(tv, fold{[](double acc, double v) { return acc * 10 + v; }, 0.0}));
+  for (std::size_t j = 0; j < 3; ++j) {
+    double want = 0;
+    for (std::size_t k = 0; k < 3; ++k)
+      for (std::size_t i = 0; i < 2; ++i) want = want * 10 + t(a{i}, b{j}, c{k});
+    CHECK(digits(b{j}) == want);
+  }
+  // any stops at the first nonzero; the next position must still start at
+  // its own first element.
+  tensor<double, a, b, c> z(a{2}, b{3}, c{3});
+  z(a{0}, b{0}, c{0}) = 1;
+  z(a{1}, b{2}, c{2}) = 1;
+  CHECK(test::flat(eval(any<a, c>(z))) == std::vector<double>{1, 0, 1});
+  CHECK(test::flat(eval(all<c, a>(z == 0.0))) == std::vector<double>{0, 1, 0});
+}
+
 TEST_CASE("reduce pattern: 2x3 max pooling by split groups", "[reduce][pattern]") {
   // Group labels named like the dims they split are new dims: (h h2) splits
   // the operand's h into a new h and h2.
