@@ -87,6 +87,26 @@ TEST_CASE("reduce: max and min of integer tensors start from the type's extremes
   CHECK(eval(reduce<"a b -> a", "min">(small))(a{0}) == 7);
 }
 
+TEST_CASE("reduce: sums and products of bools and narrow integers are int64", "[reduce]") {
+  // torch.sum / torch.prod of bool, uint8, int32 give int64; hand-computed.
+  tensor<std::uint8_t, a, b> img(a{2}, b{3});
+  const std::uint8_t px[6] = {200, 255, 201, 0, 3, 1};
+  for (std::size_t i = 0; i < 6; ++i) img.data()[i] = px[i];
+  auto s = eval(sum<b>(img));
+  static_assert(std::is_same_v<value_type_of_t<decltype(s)>, std::int64_t>);
+  CHECK(test::flat(s) == std::vector<double>{656.0, 4.0});
+  CHECK(test::flat(eval(reduce<"a b -> b", "sum">(img))) == std::vector<double>{200.0, 258.0, 202.0});
+  auto p = eval(prod<b>(img));
+  static_assert(std::is_same_v<value_type_of_t<decltype(p)>, std::int64_t>);
+  CHECK(test::flat(p) == std::vector<double>{200.0 * 255 * 201, 0.0});
+  tensor<std::int32_t, a> big(a{3});
+  big.fill(std::int32_t{2000000000});
+  CHECK(eval(sum<a>(big))() == std::int64_t{6000000000});
+  tensor<std::int32_t, a> two(a{2});
+  two.fill(std::int32_t{100000});
+  CHECK(eval(reduce<"a -> ", "prod">(two))() == std::int64_t{10000000000});
+}
+
 TEST_CASE("reduce: a sum of bools counts in int64, a mean of integers is a double", "[reduce]") {
   // torch.sum of a bool tensor is an int64 count; numpy's mean of integers
   // is float64 (hand-computed: (-3 - 5 - 1) / 3 = -3, (4 + 2 + 7) / 3).

@@ -6,8 +6,9 @@
 /// in t's order; reducing over a dim t lacks is a compile error. max and min
 /// over an empty dim throw `shape_error` (as PyTorch does); mean over an
 /// empty dim gives NaN; prod gives 1, any false, all true and logsumexp
-/// -inf there, as in PyTorch. The sum of a bool tensor counts in int64 (as
-/// torch.sum); the mean of an integer tensor is a double (as numpy's).
+/// -inf there, as in PyTorch. The sum and the product of a bool tensor or
+/// of an integer type narrower than 64 bits are int64 (as torch.sum and
+/// torch.prod); the mean of an integer tensor is a double (as numpy's).
 
 #include <array>
 #include <cmath>
@@ -303,9 +304,12 @@ auto make_reduction_node(E&& e, OpArgs&&... op) {
                        twice != npos) {
     report<reduction_names_a_dim_twice<diagnostic_name_t<at_t<dim_list<Ds...>, twice>>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
-  } else if constexpr (std::is_same_v<Node, kernel_reduction<kernels::reduce_op::sum>> &&
-                       std::is_same_v<value_type_of_t<E>, bool>) {
-    // A sum of bools counts them, in int64 as torch.sum (not a bool "or").
+  } else if constexpr ((std::is_same_v<Node, kernel_reduction<kernels::reduce_op::sum>> ||
+                        std::is_same_v<Node, functor_reduction<reductions::prod>>) &&
+                       std::is_integral_v<value_type_of_t<E>> && sizeof(value_type_of_t<E>) < sizeof(std::int64_t)) {
+    // A sum or product of bools or of narrower integers is an int64, as
+    // torch.sum and torch.prod: a count of bools (not a bool "or"), no
+    // wrapping of a uint8 image's sum at 256.
     return make_reduction_node<Node, decltype(dimsum::cast<std::int64_t>(std::forward<E>(e))), Ds...>(
         dimsum::cast<std::int64_t>(std::forward<E>(e)));
   } else if constexpr (std::is_same_v<Node, kernel_reduction<kernels::reduce_op::mean>> &&
