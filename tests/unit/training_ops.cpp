@@ -150,3 +150,17 @@ TEST_CASE("cross_entropy on tensors: uniform logits give ln(classes); bad ids th
   tensor<std::int32_t, batch> no_ids(batch{0});
   CHECK(std::isnan(dimsum::cross_entropy<vocab>(none, no_ids).item()));
 }
+
+TEST_CASE("cross_entropy: targets whose extents differ from the logits' throw, tensor and var forms", "[training_ops]") {
+  // torch: "Expected input batch_size (2) to match target batch_size (3)".
+  tensor<double, batch, posn, vocab> logits(batch{2}, posn{3}, vocab{4});
+  tensor<std::int64_t, batch, posn> longer(batch{3}, posn{3});
+  CHECK_THROWS_WITH(dimsum::cross_entropy<vocab>(logits, longer),
+                    Catch::Contains("cross_entropy: dim 'batch' has extent 2 in the logits but 3 in the targets"));
+  // In another order, shorter: would read fewer rows than there are.
+  tensor<std::int64_t, posn, batch> shorter(posn{1}, batch{2});
+  dimsum::grad::tape tp;
+  auto lv = tp.watch(logits);
+  CHECK_THROWS_WITH(dimsum::cross_entropy<vocab>(lv, shorter),
+                    Catch::Contains("dim 'posn' has extent 3 in the logits but 1 in the targets"));
+}
