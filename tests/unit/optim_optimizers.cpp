@@ -312,3 +312,34 @@ TEST_CASE("optim_seed: seed_parameters gives each parameter the seed of its name
   CHECK(got[0] == std::pair<std::string, std::uint64_t>{"W", dimsum::optim::derive_seed(99, "W")});
   CHECK(got[1] == std::pair<std::string, std::uint64_t>{"b", dimsum::optim::derive_seed(99, "b")});
 }
+
+TEST_CASE("optim: a step that throws changes no parameter and no state") {
+  // W comes first and has a good gradient; b's value was resized without
+  // its gradient, so the step must refuse before it touches W.
+  auto m = initial<double>();
+  m.W.grad.fill(1.0);
+  const auto W0 = m.W.value;
+  struct dyn {
+    BOOST_HANA_DEFINE_STRUCT(dyn, (dimsum::parameter<double, row, col>, W), (dimsum::parameter<double, step>, b));
+  } d;
+  d.W = m.W;
+  d.b.value = dimsum::tensor<double, step>(step{3});
+  using W_t = dimsum::parameter<double, row, col>;
+  dimsum::optim::adamw opt;
+  CHECK_THROWS_WITH(opt.step(d), Catch::Contains("parameter 'b' (step) has value extents (3) but gradient extents (0)"));
+  for (std::size_t i = 0; i < W0.size(); ++i) CHECK(d.W.value.data()[i] == W0.data()[i]);
+  CHECK_THROWS_AS(opt.state<W_t>("W"), dimsum::optim::optimizer_error);  // no state yet
+  // After a good step, a module whose second parameter changed type is
+  // refused before the first parameter moves, and its step count stays.
+  d.b.grad = dimsum::tensor<double, step>(step{3});
+  opt.step(d);
+  const auto W1 = d.W.value;
+  struct other {
+    BOOST_HANA_DEFINE_STRUCT(other, (dimsum::parameter<double, row, col>, W), (dimsum::parameter<double, col>, b));
+  } o;
+  o.W = d.W;
+  o.b = dimsum::parameter<double, col>(dimsum::tensor<double, col>{});
+  CHECK_THROWS_WITH(opt.step(o), Catch::Contains("is 'b' (col) but the state was created for 'b'"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(o.W.value.data()[i] == W1.data()[i]);
+  CHECK(opt.state<W_t>("W").step == 1);
+}
