@@ -4,6 +4,7 @@
 // fixtures come from tests/reference/make_optim_fixtures.py (float64).
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -342,4 +343,38 @@ TEST_CASE("optim: a step that throws changes no parameter and no state") {
   CHECK_THROWS_WITH(opt.step(o), Catch::Contains("is 'b' (col) but the state was created for 'b'"));
   for (std::size_t i = 0; i < W1.size(); ++i) CHECK(o.W.value.data()[i] == W1.data()[i]);
   CHECK(opt.state<W_t>("W").step == 1);
+}
+
+TEST_CASE("optim_clip: zero, infinite and NaN gradients as torch.nn.utils.clip_grad_norm_ treats them") {
+  // torch 1.13, float64, max_norm 1, gradients [g0, g1] and [g2]:
+  //   [0, 0] [0], L2       -> total 0,   gradients unchanged
+  //   [1, inf] [2], L2/inf -> total inf, gradients [0, nan] [0]
+  //   [1, nan] [2], L2/inf -> total nan, every gradient nan
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  struct two {
+    BOOST_HANA_DEFINE_STRUCT(two, (dimsum::parameter<double, moment>, x), (dimsum::parameter<double, one>, y));
+  };
+  auto clip = [&](double g0, double g1, double g2, double norm_type, double& total) {
+    two m;
+    m.x = dimsum::parameter<double, moment>(dimsum::tensor<double, moment>{});
+    m.y = dimsum::parameter<double, one>(dimsum::tensor<double, one>{});
+    m.x.grad.data()[0] = g0;
+    m.x.grad.data()[1] = g1;
+    m.y.grad.data()[0] = g2;
+    total = dimsum::optim::clip_grad_norm(m, 1.0, norm_type);
+    return std::array<double, 3>{m.x.grad.data()[0], m.x.grad.data()[1], m.y.grad.data()[0]};
+  };
+  double total = -1;
+  CHECK(clip(0, 0, 0, 2.0, total) == std::array<double, 3>{0, 0, 0});
+  CHECK(total == 0.0);
+  for (double norm_type : {2.0, inf}) {
+    INFO("norm_type " << norm_type);
+    const auto g = clip(1, inf, 2, norm_type, total);
+    CHECK(total == inf);
+    CHECK(g[0] == 0.0);
+    CHECK(std::isnan(g[1]));
+    CHECK(g[2] == 0.0);
+    for (double v : clip(1, nan, 2, norm_type, total)) CHECK(std::isnan(v));
+    CHECK(std::isnan(total));
+  }
 }
