@@ -127,6 +127,29 @@ TEST_CASE("grad tape: backward twice, a loss from another tape, and two tapes in
   CHECK_THROWS_AS(t1.backward(l1), grad::tape_error);
 }
 
+TEST_CASE("grad tape: a var that needs a gradient and outlived its tape throws when used; a constant does not",
+          "[grad][tape]") {
+  // torch refuses a second backward through a freed graph; here the tape
+  // that recorded `kept` is gone (it was a use after free before).
+  w_t w = make_w();
+  grad::var<double, col, out> kept, constant;
+  {
+    grad::tape t;
+    kept = t.watch(w) * 3.0;
+    constant = t.constant(w.value * 2.0);
+    t.backward(dimsum::sum<col, out>(kept));
+  }
+  CHECK(w.grad(col{0}, out{0}) == 3.0);                    // d sum(3 w) / dw
+  CHECK(kept.value()(col{0}, out{0}) == 3.0 * w.value(col{0}, out{0}));  // the value stays readable
+  CHECK_THROWS_WITH(kept * 2.0, Catch::Contains("its tape no longer exists"));
+  CHECK(constant.owner() == nullptr);
+  grad::tape t2;
+  CHECK_THROWS_AS(t2.watch(w) + kept, grad::tape_error);
+  auto y = t2.watch(w) + constant;                         // a constant of a gone tape is a constant
+  t2.backward(dimsum::sum<col, out>(y));
+  CHECK(w.grad(col{0}, out{0}) == 4.0);                    // 3 + 1
+}
+
 TEST_CASE("grad tape: a node's first gradient is moved in or copied, later ones added in place", "[grad][tape]") {
   grad::detail::var_node<double, row, col> n;
   n.own = make_x();

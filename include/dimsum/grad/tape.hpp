@@ -198,7 +198,7 @@ class var : public var_tag {
   /// error, so `var<float, b, d> y = <mistake>;` gives that one error, not a
   /// second one about the conversion (as tensor's assignment does).
   var(invalid_expression) : var() {}
-  var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)), tape_(t) {}
+  var(tape* t, std::shared_ptr<node_type> n);
 
   /// The materialised value.
   const tensor_type& value() const { return node_->value(); }
@@ -216,13 +216,16 @@ class var : public var_tag {
   }
   /// Whether a gradient flows into this var (it depends on a watched leaf).
   bool requires_grad() const { return node_->requires_grad; }
-  /// The tape this var is recorded on (null for a constant).
-  grad::tape* owner() const { return tape_; }
+  /// The tape this var is recorded on (null for a constant). A var that
+  /// needs a gradient and outlived its tape throws `grad::tape_error`: it
+  /// can no longer be recorded on (a constant of a gone tape is a constant).
+  grad::tape* owner() const;
   const std::shared_ptr<node_type>& node() const { return node_; }
 
  private:
   std::shared_ptr<node_type> node_;
-  grad::tape* tape_ = nullptr;
+  // The tape's handle: it points at the tape while the tape lives, null after.
+  std::shared_ptr<grad::tape* const> tape_;
 };
 
 namespace detail {
@@ -259,12 +262,19 @@ auto constant_var(tape* t, E&& e) {
 /// Records operations on vars and runs them backwards. One tape is one
 /// forward and backward pass (a training step): make a new one per step.
 /// Not copyable or movable (vars point at it); watched parameters must
-/// outlive it and keep their values until backward has run.
+/// outlive it and keep their values until backward has run. A var that
+/// needs a gradient and outlives its tape cannot be used in an operation
+/// (`tape_error`), as PyTorch refuses to backward through a freed graph.
 class tape {
  public:
   tape() { dimsum::detail::keep_freed_memory_for_reuse(); }
   tape(const tape&) = delete;
   tape& operator=(const tape&) = delete;
+  ~tape() { *handle_ = nullptr; }
+
+  /// What the vars of this tape hold to find it: the tape while it lives,
+  /// null once it is destroyed.
+  const std::shared_ptr<tape*>& handle() const { return handle_; }
 
   /// A var whose gradient is accumulated into `p.grad` by backward
   /// (PyTorch's leaf semantics: `p.grad += d loss / d p`). The var reads
@@ -356,7 +366,22 @@ class tape {
 
   std::vector<std::shared_ptr<detail::node_base>> nodes_;
   bool done_ = false;
+  std::shared_ptr<tape*> handle_ = std::make_shared<tape*>(this);
 };
+
+template <class T, dimension... Ds>
+var<T, Ds...>::var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)) {
+  if (t) tape_ = t->handle();
+}
+
+template <class T, dimension... Ds>
+grad::tape* var<T, Ds...>::owner() const {
+  if (!tape_) return nullptr;
+  if (*tape_ || !node_->requires_grad) return *tape_;
+  throw tape_error(
+      "this var needs a gradient but its tape no longer exists (a tape is one step); use its value() in later "
+      "steps, or compute it again on the new tape");
+}
 
 namespace detail {
 
