@@ -135,6 +135,9 @@ TEST_CASE("optim_sgd: invalid options throw as in PyTorch") {
   using dimsum::optim::optimizer_error;
   using dimsum::optim::sgd;
   CHECK_THROWS_AS(sgd({.lr = -1.0}), optimizer_error);
+  // torch.optim.SGD(params, momentum=0.9): "TypeError: __init__() missing 1 required positional argument: 'lr'".
+  CHECK_THROWS_WITH(sgd({.momentum = 0.9}), Catch::Contains("sgd: lr is required"));
+  CHECK_THROWS_WITH(sgd(dimsum::optim::sgd_options{}), Catch::Contains("sgd: lr is required"));
   CHECK_THROWS_AS(sgd({.lr = 0.1, .momentum = -0.5}), optimizer_error);
   CHECK_THROWS_AS(sgd({.lr = 0.1, .weight_decay = -1.0}), optimizer_error);
   CHECK_THROWS_AS(sgd({.lr = 0.1, .nesterov = true}), optimizer_error);
