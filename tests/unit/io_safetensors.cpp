@@ -111,6 +111,29 @@ TEST_CASE("io_safetensors: a module round-trips with its dotted names, dtypes an
   CHECK(c.metadata.at("dimsum.dims.embed") == "vocab d_model");
 }
 
+TEST_CASE("io_safetensors: a parameter with no elements and a rank-0 one round-trip") {
+  // An empty tensor's data pointer may be null: the byte copies must not
+  // hand it to memcpy (UBSan's nonnull-attribute check caught that).
+  struct odd {
+    BOOST_HANA_DEFINE_STRUCT(odd, (parameter<float, vocab>, none), (parameter<double>, scale));
+  };
+  const scoped_dir dir("empty_parameter");
+  odd saved;
+  saved.none = parameter<float, vocab>(vocab{0});
+  saved.scale = parameter<double>(dimsum::tensor<double>{});
+  saved.scale.value.data()[0] = 2.5;
+  dimsum::save_safetensors((dir / "m.safetensors").string(), saved);
+  odd loaded;
+  loaded.none = parameter<float, vocab>(vocab{0});
+  loaded.scale = parameter<double>(dimsum::tensor<double>{});
+  dimsum::load_safetensors((dir / "m.safetensors").string(), loaded);
+  CHECK(loaded.none.value.size() == 0);
+  CHECK(loaded.scale.value.item() == 2.5);
+  const auto c = dimsum::read_safetensors((dir / "m.safetensors").string());
+  CHECK(c.tensors.at("none").shape == std::vector<std::size_t>{0});
+  CHECK(c.tensors.at("scale").shape.empty());
+}
+
 TEST_CASE("io_safetensors: the writer follows the format byte for byte") {
   dimsum::safetensors_contents c;
   c.tensors["x"] = {"F32", {2}, {}};

@@ -127,6 +127,7 @@ inline std::uint64_t read_le64(const std::byte* p) {
 // swap is its own inverse).
 template <class T>
 void copy_le_bytes(const std::byte* from, T* to, std::size_t count) {
+  if (count == 0) return;  // an empty tensor's pointers may be null, which memcpy may not get
   std::memcpy(static_cast<void*>(to), from, count * sizeof(T));
   if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1)
     for (std::size_t i = 0; i < count; ++i) {
