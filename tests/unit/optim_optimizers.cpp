@@ -346,6 +346,14 @@ TEST_CASE("optim: a step that throws changes no parameter and no state") {
   CHECK_THROWS_WITH(opt.step(o), Catch::Contains("is 'b' (col) but the state was created for 'b'"));
   for (std::size_t i = 0; i < W1.size(); ++i) CHECK(o.W.value.data()[i] == W1.data()[i]);
   CHECK(opt.state<W_t>("W").step == 1);
+  // A module that lost a parameter: refused, W unchanged.
+  struct fewer {
+    BOOST_HANA_DEFINE_STRUCT(fewer, (dimsum::parameter<double, row, col>, W));
+  } f;
+  f.W = d.W;
+  CHECK_THROWS_WITH(opt.step(f), Catch::Contains("the module has 1 parameters but the state was created for 2"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(f.W.value.data()[i] == W1.data()[i]);
+  CHECK(opt.state<W_t>("W").step == 1);
 }
 
 TEST_CASE("optim_clip: zero, infinite and NaN gradients as torch.nn.utils.clip_grad_norm_ treats them") {
