@@ -5,7 +5,7 @@
 /// created on the first step, in the order `for_each_parameter` visits the
 /// module. Also `optimizer_error`, thrown for invalid hyper-parameters and
 /// for a module whose parameters changed between steps. See
-/// tests/unit/optim_sgd.cpp.
+/// tests/unit/optim_optimizers.cpp.
 
 #include <cstddef>
 #include <memory>

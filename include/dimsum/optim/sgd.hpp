@@ -4,7 +4,7 @@
 /// Nesterov momentum and L2 weight decay, with PyTorch 1.13's update
 /// (`torch.optim.SGD`, `_single_tensor_sgd`) and its defaults. Works on any
 /// module whose parameters `for_each_parameter` finds; the momentum buffer
-/// of each parameter has that parameter's dims. See tests/unit/optim_sgd.cpp.
+/// of each parameter has that parameter's dims. See tests/unit/optim_optimizers.cpp.
 
 #include <cmath>
 #include <cstddef>
