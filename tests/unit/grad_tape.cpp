@@ -185,3 +185,20 @@ TEST_CASE("grad tape: an intermediate's gradient is freed once sent on; a watche
   for (std::size_t r = 0; r < 2; ++r)
     for (std::size_t c = 0; c < 3; ++c) CHECK(dimsum::gradient(x)(row{r}, col{c}) == 6 * x0(row{r}, col{c}));
 }
+
+TEST_CASE("grad tape: a chain of half a million x = f(x) steps is run and freed without deep recursion", "[grad][tape]") {
+  // Each node's rule holds its input; freeing the oldest node first freed
+  // the whole chain in one recursion and overflowed the stack (at about
+  // 300000 steps in a release build).
+  DIMSUM_DIM(unit, 1);
+  parameter<double, unit> w(tensor<double, unit>::full(0.5));
+  const std::size_t steps = 500000;
+  {
+    grad::tape t;
+    auto h = t.watch(w);
+    for (std::size_t i = 0; i < steps; ++i) h = h * 1.0 + 1e-6;
+    CHECK(t.size() == 2 * steps + 1);
+    t.backward(dimsum::sum<unit>(h));  // d/dw (w + steps * 1e-6) = 1
+  }
+  CHECK(w.grad(unit{0}) == 1.0);
+}

@@ -270,7 +270,13 @@ class tape {
   tape() { dimsum::detail::keep_freed_memory_for_reuse(); }
   tape(const tape&) = delete;
   tape& operator=(const tape&) = delete;
-  ~tape() { *handle_ = nullptr; }
+  ~tape() {
+    *handle_ = nullptr;
+    // Newest first: each node's rule holds its inputs, so releasing the
+    // oldest first would free a long chain (x = f(x) a million times) in
+    // one recursion as deep as the chain, which overflows the stack.
+    while (!nodes_.empty()) nodes_.pop_back();
+  }
 
   /// What the vars of this tape hold to find it: the tape while it lives,
   /// null once it is destroyed.
