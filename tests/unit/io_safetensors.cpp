@@ -337,6 +337,22 @@ TEST_CASE("io_safetensors: reserved metadata keys are refused") {
                   dimsum::state_dict_error);
 }
 
+TEST_CASE("io_safetensors: metadata that is not UTF-8 is a safetensors_error, and the old file stays") {
+  // "caf\xe9" is Latin-1: JSON strings must be UTF-8 (nlohmann's own
+  // type_error escaped before).
+  const scoped_dir dir("latin1");
+  const std::string path = (dir / "m.safetensors").string();
+  const net saved = make_net();
+  dimsum::save_safetensors(path, saved, {{"note", "caf\xc3\xa9"}});  // UTF-8 is fine
+  CHECK_THROWS_WITH(dimsum::save_safetensors(path, make_net(5, 3, 2, -7.0f), {{"note", "caf\xe9"}}),
+                    Catch::Contains("the header cannot be written as JSON") && Catch::Contains("UTF-8"));
+  CHECK_THROWS_AS(dimsum::save_safetensors(path, make_net(), {{"note", "caf\xe9"}}), dimsum::safetensors_error);
+  net loaded = make_net(5, 3, 2, -7.0f);
+  dimsum::load_safetensors(path, loaded);
+  check_same_values(saved, loaded);
+  CHECK(dimsum::read_safetensors(path).metadata.at("note") == "caf\xc3\xa9");
+}
+
 TEST_CASE("io_safetensors: a directory of .npy files round-trips, one file per dotted name") {
   const scoped_dir dir("npy_dir");
   const net saved = make_net();
