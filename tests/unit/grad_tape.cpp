@@ -184,6 +184,19 @@ TEST_CASE("grad tape: an intermediate's gradient is freed once sent on; a watche
   const x_t x0 = make_x();
   for (std::size_t r = 0; r < 2; ++r)
     for (std::size_t c = 0; c < 3; ++c) CHECK(dimsum::gradient(x)(row{r}, col{c}) == 6 * x0(row{r}, col{c}));
+  // Asking for a freed gradient is an error, not zeros (torch: None).
+  CHECK_THROWS_WITH(dimsum::gradient(y), Catch::Contains("gradient(v): v is the result of an operation"));
+}
+
+TEST_CASE("grad tape: the gradient of the var tape.watch(p) gave is p.grad, not zeros", "[grad][tape]") {
+  w_t w = make_w();
+  grad::tape t;
+  auto v = t.watch(w);
+  t.backward(dimsum::sum<col, out>(v * v));  // d/dw sum(w^2) = 2 w
+  const auto& g = dimsum::gradient(v);
+  CHECK(&g == &w.grad);
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t o = 0; o < 2; ++o) CHECK(g(col{c}, out{o}) == 2 * w.value(col{c}, out{o}));
 }
 
 TEST_CASE("grad tape: a chain of half a million x = f(x) steps is run and freed without deep recursion", "[grad][tape]") {

@@ -116,6 +116,7 @@ struct var_node final : node_base {
 
   tensor_type own;                   // the value, unless it is a parameter's
   const tensor_type* value_ptr = &own;
+  const tensor_type* param_grad = nullptr;  // a watched parameter's grad, which gradient(v) reads
   tensor_type grad;
   bool has_grad = false;
   rule_type rule;
@@ -289,6 +290,7 @@ class tape {
   var<T, Ds...> watch(parameter<T, Ds...>& p) {
     auto n = std::make_shared<detail::var_node<T, Ds...>>();
     n->value_ptr = &p.value;
+    n->param_grad = &p.grad;
     n->requires_grad = true;
     parameter<T, Ds...>* pp = &p;
     n->rule = [pp](const tensor<T, Ds...>& g, const tensor<T, Ds...>&) {
@@ -465,9 +467,11 @@ std::remove_cvref_t<V> eval(V&& v) {
   return std::forward<V>(v);
 }
 
-/// The gradient of a parameter (its `grad`) or of a watched var (what the
-/// last backward accumulated; zeros if nothing reached it), as a tensor
-/// with exactly its dims. `gradient<Ds...>(x)` also states the dims, in
+/// The gradient of a parameter (its `grad`), of the var `tape.watch(p)`
+/// gave (the same `p.grad`) or of a watched tensor's var (what the last
+/// backward accumulated; zeros if nothing reached it), as a tensor with
+/// exactly its dims. A var an operation returned has no gradient to read
+/// (backward frees it once sent on): `grad::tape_error`. `gradient<Ds...>(x)` also states the dims, in
 /// order: a compile error naming both lists when they differ.
 template <dimension... Ask, class X>
 decltype(auto) gradient(const X& x) {
@@ -485,8 +489,14 @@ decltype(auto) gradient(const X& x) {
     } else if constexpr (is_parameter_v<P>) {
       return static_cast<const typename P::tensor_type&>(x.grad);
     } else {
-      x.node()->ensure_grad();
-      return static_cast<const typename P::tensor_type&>(x.node()->grad);
+      auto& n = *x.node();
+      if (n.param_grad) return static_cast<const typename P::tensor_type&>(*n.param_grad);
+      if (n.requires_grad && !n.keep_grad)
+        throw grad::tape_error(
+            "gradient(v): v is the result of an operation, whose gradient backward frees once it has sent it on (as "
+            "PyTorch keeps .grad for leaves only); watch a tensor (tape.watch(t)) to read d loss / d t");
+      n.ensure_grad();
+      return static_cast<const typename P::tensor_type&>(n.grad);
     }
   } else {
     if constexpr (named_expression<P>)
