@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/seeds/seeds.hpp>
@@ -94,6 +96,23 @@ TEST_CASE("nn::multi_head_attention: zero heads is an error, a null trace pointe
   auto a = m(q, kv, kv, nn::no_mask{}, none);
   auto b = m(q, kv, kv);
   CHECK(test::flat(a.output) == test::flat(b.output));
+}
+
+TEST_CASE("nn attention masks are bool: a numeric mask is refused, not read as mask != 0", "[nn]") {
+  DIMSUM_DIM(q_posn);
+  DIMSUM_DIM(k_posn);
+  // What dot_product_attention and multi_head_attention accept as a mask;
+  // a float or integer mask is a compile error there (masked_fill's
+  // masked_fill_mask_is_not_boolean), since PyTorch's float masks are
+  // additive (0 = attend) and `!mask` would invert them silently.
+  using keep_t = tensor<bool, batch, k_posn>;
+  STATIC_REQUIRE(nn::detail::mask_is_bool<nn::no_mask>());
+  STATIC_REQUIRE(nn::detail::mask_is_bool<keep_t>());
+  STATIC_REQUIRE(nn::detail::mask_is_bool<decltype(!std::declval<const keep_t&>())>());
+  STATIC_REQUIRE(nn::detail::mask_is_bool<tensor_view<const bool, batch, k_posn>>());
+  STATIC_REQUIRE(!nn::detail::mask_is_bool<tensor<float, batch, k_posn>>());
+  STATIC_REQUIRE(!nn::detail::mask_is_bool<tensor<std::int64_t, batch, q_posn, k_posn>>());
+  STATIC_REQUIRE(!nn::detail::mask_is_bool<decltype(std::declval<const tensor<float, batch, k_posn>&>() * 2.0f)>());
 }
 
 TEST_CASE("nn::seeds::char_tokenizer: errors name the character or id", "[nn]") {
