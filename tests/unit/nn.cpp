@@ -80,6 +80,26 @@ TEST_CASE("nn::embedding: any id shape gathers rows", "[nn]") {
   }
 }
 
+TEST_CASE("nn::embedding: ids given as a view or an expression, as torch's wte(idx[:, -n:])", "[nn]") {
+  nn::embedding<float, vocab, emb> table(vocab{10}, emb{3});
+  table.reset_parameters(2);
+  tensor<std::int64_t, batch, posn> ids(batch{2}, posn{5});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t p = 0; p < 5; ++p) ids(batch{b}, posn{p}) = std::int64_t(3 * b + p);
+  const auto last = table(slice<posn>(ids, 2, 5));  // a strided view: posn 2, 3, 4
+  static_assert(std::is_same_v<decltype(last), const tensor<float, batch, posn, emb>>);
+  REQUIRE(last.extent<posn>() == 3);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t p = 0; p < 3; ++p)
+      for (std::size_t k = 0; k < 3; ++k)
+        CHECK(last(batch{b}, posn{p}, emb{k}) == table.weight.value(vocab{3 * b + p + 2}, emb{k}));
+  CHECK_THROWS_AS(table(slice<posn>(ids, 0, 5) + std::int64_t(6)), shape_error);  // id 4 + 6 = 10 is past vocab
+  grad::tape t;
+  auto v = table(t, select<batch>(ids, 1));  // ids 3..7 of batch 1, on a tape
+  static_assert(std::is_same_v<decltype(v), grad::var<float, posn, emb>>);
+  CHECK(v.value()(posn{4}, emb{2}) == table.weight.value(vocab{7}, emb{2}));
+}
+
 TEST_CASE("nn::multi_head_attention: zero heads is an error, a null trace pointer is no trace", "[nn]") {
   DIMSUM_DIM(heads);
   DIMSUM_DIM(dk);
