@@ -264,3 +264,26 @@ TEST_CASE("elementwise: copies through views and broadcasts, with rows that merg
       for (std::size_t d = 0; d < 4; ++d) CHECK(m(posn{p}, d_head{d}) == (d > p ? -1.0f : sq(posn{p}, d_head{d})));
   }
 }
+
+TEST_CASE("elementwise: compound assignment t += e is t = t + e, broadcasting e by name into t", "[elementwise]") {
+  q_t q(batch{2}, posn{3}, nheads{2}, d_head{4});
+  b_t b(nheads{2}, d_head{4});
+  test::fill_pattern(q);
+  test::fill_pattern(b, 1.1, 0.5);
+  const q_t q0 = q;
+  q += b;                              // b broadcast over batch and posn
+  q *= 2.0;                            // a double scalar takes the tensor's float
+  q -= b;
+  q /= tensor<float, posn>::full(4.0f, posn{3});
+  q += q;                              // reads the tensor it assigns to
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t p = 0; p < 3; ++p)
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t d = 0; d < 4; ++d) {
+          const float x = q0(batch{i}, posn{p}, nheads{h}, d_head{d}), y = b(nheads{h}, d_head{d});
+          const float expected = ((x + y) * 2.0f - y) / 4.0f;
+          CHECK(q(batch{i}, posn{p}, nheads{h}, d_head{d}) == expected + expected);
+        }
+  tensor<float, posn, batch> other(batch{2}, posn{4});
+  CHECK_THROWS_AS(q += other, shape_error);   // posn 3 vs 4, checked as for +
+}

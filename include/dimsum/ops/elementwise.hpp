@@ -384,6 +384,25 @@ DIMSUM_BINARY_OPERATOR_(&&, logical_and)
 DIMSUM_BINARY_OPERATOR_(||, logical_or)
 #undef DIMSUM_BINARY_OPERATOR_
 
+/// Compound assignment to a tensor, PyTorch's `t += e`: `t = t + e` (and
+/// `-=`, `*=`, `/=`), so e (a named expression or a scalar) broadcasts by name
+/// into t's dims under the rules of `+`; an e that would add a dim to t is
+/// the compile error `assignment_between_different_dims`, another value type
+/// `value_type_mismatch`. The result is evaluated into a fresh buffer that t
+/// then takes, so e may read t.
+#define DIMSUM_COMPOUND_ASSIGNMENT_(sym, functor)                       \
+  template <class T, dimension... Ds, class E>                          \
+    requires(named_expression<E> || scalar<E>)                          \
+  tensor<T, Ds...>& operator sym(tensor<T, Ds...>& t, E&& e) {          \
+    t = detail::binary<ops::functor>(t, std::forward<E>(e));            \
+    return t;                                                           \
+  }
+DIMSUM_COMPOUND_ASSIGNMENT_(+=, plus)
+DIMSUM_COMPOUND_ASSIGNMENT_(-=, minus)
+DIMSUM_COMPOUND_ASSIGNMENT_(*=, multiplies)
+DIMSUM_COMPOUND_ASSIGNMENT_(/=, divides)
+#undef DIMSUM_COMPOUND_ASSIGNMENT_
+
 /// Unary minus.
 template <named_expression E>
 auto operator-(E&& e) {
