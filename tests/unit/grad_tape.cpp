@@ -127,6 +127,29 @@ TEST_CASE("grad tape: backward twice, a loss from another tape, and two tapes in
   CHECK_THROWS_AS(t1.backward(l1), grad::tape_error);
 }
 
+TEST_CASE("grad tape: a var that needs a gradient and outlived its tape throws when used; a constant does not",
+          "[grad][tape]") {
+  // torch refuses a second backward through a freed graph; here the tape
+  // that recorded `kept` is gone (it was a use after free before).
+  w_t w = make_w();
+  grad::var<double, col, out> kept, constant;
+  {
+    grad::tape t;
+    kept = t.watch(w) * 3.0;
+    constant = t.constant(w.value * 2.0);
+    t.backward(dimsum::sum<col, out>(kept));
+  }
+  CHECK(w.grad(col{0}, out{0}) == 3.0);                    // d sum(3 w) / dw
+  CHECK(kept.value()(col{0}, out{0}) == 3.0 * w.value(col{0}, out{0}));  // the value stays readable
+  CHECK_THROWS_WITH(kept * 2.0, Catch::Contains("its tape no longer exists"));
+  CHECK(constant.owner() == nullptr);
+  grad::tape t2;
+  CHECK_THROWS_AS(t2.watch(w) + kept, grad::tape_error);
+  auto y = t2.watch(w) + constant;                         // a constant of a gone tape is a constant
+  t2.backward(dimsum::sum<col, out>(y));
+  CHECK(w.grad(col{0}, out{0}) == 4.0);                    // 3 + 1
+}
+
 TEST_CASE("grad tape: a node's first gradient is moved in or copied, later ones added in place", "[grad][tape]") {
   grad::detail::var_node<double, row, col> n;
   n.own = make_x();
@@ -161,4 +184,34 @@ TEST_CASE("grad tape: an intermediate's gradient is freed once sent on; a watche
   const x_t x0 = make_x();
   for (std::size_t r = 0; r < 2; ++r)
     for (std::size_t c = 0; c < 3; ++c) CHECK(dimsum::gradient(x)(row{r}, col{c}) == 6 * x0(row{r}, col{c}));
+  // Asking for a freed gradient is an error, not zeros (torch: None).
+  CHECK_THROWS_WITH(dimsum::gradient(y), Catch::Contains("gradient(v): v is the result of an operation"));
+}
+
+TEST_CASE("grad tape: the gradient of the var tape.watch(p) gave is p.grad, not zeros", "[grad][tape]") {
+  w_t w = make_w();
+  grad::tape t;
+  auto v = t.watch(w);
+  t.backward(dimsum::sum<col, out>(v * v));  // d/dw sum(w^2) = 2 w
+  const auto& g = dimsum::gradient(v);
+  CHECK(&g == &w.grad);
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t o = 0; o < 2; ++o) CHECK(g(col{c}, out{o}) == 2 * w.value(col{c}, out{o}));
+}
+
+TEST_CASE("grad tape: a chain of half a million x = f(x) steps is run and freed without deep recursion", "[grad][tape]") {
+  // Each node's rule holds its input; freeing the oldest node first freed
+  // the whole chain in one recursion and overflowed the stack (at about
+  // 300000 steps in a release build).
+  DIMSUM_DIM(unit, 1);
+  parameter<double, unit> w(tensor<double, unit>::full(0.5));
+  const std::size_t steps = 500000;
+  {
+    grad::tape t;
+    auto h = t.watch(w);
+    for (std::size_t i = 0; i < steps; ++i) h = h * 1.0 + 1e-6;
+    CHECK(t.size() == 2 * steps + 1);
+    t.backward(dimsum::sum<unit>(h));  // d/dw (w + steps * 1e-6) = 1
+  }
+  CHECK(w.grad(unit{0}) == 1.0);
 }

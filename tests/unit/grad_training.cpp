@@ -7,7 +7,10 @@
 // (tests/reference/make_grad_fixtures.py, float64, loss sum(y * r)).
 #include "grad_check.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -52,6 +55,29 @@ TEST_CASE("grad activations: relu, gelu, gelu_tanh, tanh, log", "[grad][activati
       return dimsum::log(x);
     }, {"x"}, p);
   }
+}
+
+TEST_CASE("grad relu: NaN kept in the forward, the gradient selected as torch's threshold_backward", "[grad][activation]") {
+  // torch 1.13, float64: x = [nan, -1, 2, 0], y = relu(x), y.backward([1, inf, 3, nan])
+  // gives y = [nan, 0, 2, 0] and x.grad = [1, 0, 3, 0].
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  tensor<double, b> x(b{4}), g(b{4});
+  const double xs[] = {nan, -1.0, 2.0, 0.0}, gs[] = {1.0, inf, 3.0, nan};
+  std::copy_n(xs, 4, x.data());
+  std::copy_n(gs, 4, g.data());
+  grad::tape t;
+  auto v = t.watch(x);
+  auto y = dimsum::relu(v);
+  CHECK(std::isnan(y.value()(b{0})));
+  CHECK(y.value()(b{1}) == 0.0);
+  CHECK(y.value()(b{2}) == 2.0);
+  CHECK(y.value()(b{3}) == 0.0);
+  t.backward(dimsum::sum<b>(y * g));  // d/dy sum(y * g) = g, then relu's rule
+  const auto& dx = dimsum::gradient(v);
+  CHECK(dx(b{0}) == 1.0);
+  CHECK(dx(b{1}) == 0.0);
+  CHECK(dx(b{2}) == 3.0);
+  CHECK(dx(b{3}) == 0.0);
 }
 
 TEST_CASE("grad log_softmax along a named dim", "[grad][log_softmax]") {

@@ -111,6 +111,29 @@ TEST_CASE("io_safetensors: a module round-trips with its dotted names, dtypes an
   CHECK(c.metadata.at("dimsum.dims.embed") == "vocab d_model");
 }
 
+TEST_CASE("io_safetensors: a parameter with no elements and a rank-0 one round-trip") {
+  // An empty tensor's data pointer may be null: the byte copies must not
+  // hand it to memcpy (UBSan's nonnull-attribute check caught that).
+  struct odd {
+    BOOST_HANA_DEFINE_STRUCT(odd, (parameter<float, vocab>, none), (parameter<double>, scale));
+  };
+  const scoped_dir dir("empty_parameter");
+  odd saved;
+  saved.none = parameter<float, vocab>(vocab{0});
+  saved.scale = parameter<double>(dimsum::tensor<double>{});
+  saved.scale.value.data()[0] = 2.5;
+  dimsum::save_safetensors((dir / "m.safetensors").string(), saved);
+  odd loaded;
+  loaded.none = parameter<float, vocab>(vocab{0});
+  loaded.scale = parameter<double>(dimsum::tensor<double>{});
+  dimsum::load_safetensors((dir / "m.safetensors").string(), loaded);
+  CHECK(loaded.none.value.size() == 0);
+  CHECK(loaded.scale.value.item() == 2.5);
+  const auto c = dimsum::read_safetensors((dir / "m.safetensors").string());
+  CHECK(c.tensors.at("none").shape == std::vector<std::size_t>{0});
+  CHECK(c.tensors.at("scale").shape.empty());
+}
+
 TEST_CASE("io_safetensors: the writer follows the format byte for byte") {
   dimsum::safetensors_contents c;
   c.tensors["x"] = {"F32", {2}, {}};
@@ -312,6 +335,22 @@ TEST_CASE("io_safetensors: reserved metadata keys are refused") {
   const scoped_dir dir("reserved");
   CHECK_THROWS_AS(dimsum::save_safetensors((dir / "m.safetensors").string(), make_net(), {{"dimsum.dims.embed", "x"}}),
                   dimsum::state_dict_error);
+}
+
+TEST_CASE("io_safetensors: metadata that is not UTF-8 is a safetensors_error, and the old file stays") {
+  // "caf\xe9" is Latin-1: JSON strings must be UTF-8 (nlohmann's own
+  // type_error escaped before).
+  const scoped_dir dir("latin1");
+  const std::string path = (dir / "m.safetensors").string();
+  const net saved = make_net();
+  dimsum::save_safetensors(path, saved, {{"note", "caf\xc3\xa9"}});  // UTF-8 is fine
+  CHECK_THROWS_WITH(dimsum::save_safetensors(path, make_net(5, 3, 2, -7.0f), {{"note", "caf\xe9"}}),
+                    Catch::Contains("the header cannot be written as JSON") && Catch::Contains("UTF-8"));
+  CHECK_THROWS_AS(dimsum::save_safetensors(path, make_net(), {{"note", "caf\xe9"}}), dimsum::safetensors_error);
+  net loaded = make_net(5, 3, 2, -7.0f);
+  dimsum::load_safetensors(path, loaded);
+  check_same_values(saved, loaded);
+  CHECK(dimsum::read_safetensors(path).metadata.at("note") == "caf\xc3\xa9");
 }
 
 TEST_CASE("io_safetensors: a directory of .npy files round-trips, one file per dotted name") {

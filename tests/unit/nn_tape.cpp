@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/io/npy_dir.hpp>
 #include <dimsum/nn/attention.hpp>
+#include <dimsum/nn/dropout.hpp>
 #include <dimsum/nn/embedding.hpp>
 #include <dimsum/nn/layer_norm.hpp>
 #include <dimsum/nn/linear.hpp>
@@ -531,4 +533,38 @@ TEST_CASE("nn_tape: multi_head_attention on float vars gives seed 003's PyTorch 
     dimsum::load_npy_dir(fixtures + "attention_grad/seed003_" + c, want, dimsum::non_strict, dimsum::underscored);
     CHECK(expect_grads_within_float32(mha, want) == 3 * (24 * 5 + 24) + 5 * 24 + 5);
   }
+}
+
+TEST_CASE("nn_tape: nn::dropout called on a var draws the tensor form's mask and uses it in the backward") {
+  const tensor<double, batch, emb> x = tensor<double, batch, emb>::random_normal(3, batch{4}, emb{5});
+  nn::dropout drop(0.25, true, 11);
+  const tensor<double, batch, emb> ones = tensor<double, batch, emb>::ones(batch{4}, emb{5});
+  const auto mask = drop(ones);  // the tensor form with seed 11: each element 0 or 1 / (1 - 0.25)
+  CHECK(drop.seed == 12);
+  drop.seed = 11;
+  dimsum::grad::tape t;
+  auto v = t.watch(x);
+  auto y = drop(v);
+  CHECK(drop.seed == 12);  // one mask per call, as the tensor form
+  static_assert(std::is_same_v<decltype(y), decltype(v)>);
+  t.backward(dimsum::sum<batch, emb>(y));
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double m = mask.data()[i];
+    CHECK((m == 0.0 || m == 1.0 / 0.75));
+    dropped += m == 0.0;
+    CHECK(y.value().data()[i] == x.data()[i] * m);
+    CHECK(dimsum::gradient(v).data()[i] == m);  // d sum(x * m) / dx
+  }
+  CHECK(dropped > 0);
+  CHECK(dropped < x.size());
+  // In inference, and at p = 0, the var itself: no node, no mask drawn.
+  drop.training = false;
+  dimsum::grad::tape t2;
+  auto w = t2.watch(x);
+  const std::size_t nodes = t2.size();
+  auto same = drop(w);
+  CHECK(t2.size() == nodes);
+  CHECK(same.node() == w.node());
+  CHECK(drop.seed == 12);
 }

@@ -101,6 +101,17 @@ TEST_CASE("optim_module: BOOST_HANA_ADAPT_STRUCT works as well as DEFINE_STRUCT"
 TEST_CASE("optim_module: parameter_dim_names lists the dims by name") {
   CHECK(dimsum::nn::parameter_dim_names<parameter<float, nheads, d_model, d_head>>() == "nheads d_model d_head");
   CHECK(dimsum::nn::parameter_dim_names<parameter<float, d_model>>(", ") == "d_model");
+  // A rank-0 parameter (a learned scale) has no dims; this compiles under
+  // -Werror (the separator was an unused parameter there).
+  CHECK(dimsum::nn::parameter_dim_names<parameter<float>>(", ").empty());
+  struct scaled {
+    BOOST_HANA_DEFINE_STRUCT(scaled, (parameter<float>, scale));
+  } m;
+  m.scale = parameter<float>(dimsum::tensor<float>{});
+  CHECK(dimsum::nn::summary(m) ==
+        "name   dims  extents  count\n"
+        "scale  ()    ()       1\n"
+        "total                 1\n");
 }
 
 TEST_CASE("optim_module: summary prints names, dims, extents and counts") {

@@ -4,6 +4,7 @@
 // fixtures come from tests/reference/make_optim_fixtures.py (float64).
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -134,6 +135,9 @@ TEST_CASE("optim_sgd: invalid options throw as in PyTorch") {
   using dimsum::optim::optimizer_error;
   using dimsum::optim::sgd;
   CHECK_THROWS_AS(sgd({.lr = -1.0}), optimizer_error);
+  // torch.optim.SGD(params, momentum=0.9): "TypeError: __init__() missing 1 required positional argument: 'lr'".
+  CHECK_THROWS_WITH(sgd({.momentum = 0.9}), Catch::Contains("sgd: lr is required"));
+  CHECK_THROWS_WITH(sgd(dimsum::optim::sgd_options{}), Catch::Contains("sgd: lr is required"));
   CHECK_THROWS_AS(sgd({.lr = 0.1, .momentum = -0.5}), optimizer_error);
   CHECK_THROWS_AS(sgd({.lr = 0.1, .weight_decay = -1.0}), optimizer_error);
   CHECK_THROWS_AS(sgd({.lr = 0.1, .nesterov = true}), optimizer_error);
@@ -311,4 +315,77 @@ TEST_CASE("optim_seed: seed_parameters gives each parameter the seed of its name
   REQUIRE(got.size() == 2);
   CHECK(got[0] == std::pair<std::string, std::uint64_t>{"W", dimsum::optim::derive_seed(99, "W")});
   CHECK(got[1] == std::pair<std::string, std::uint64_t>{"b", dimsum::optim::derive_seed(99, "b")});
+}
+
+TEST_CASE("optim: a step that throws changes no parameter and no state") {
+  // W comes first and has a good gradient; b's value was resized without
+  // its gradient, so the step must refuse before it touches W.
+  auto m = initial<double>();
+  m.W.grad.fill(1.0);
+  const auto W0 = m.W.value;
+  struct dyn {
+    BOOST_HANA_DEFINE_STRUCT(dyn, (dimsum::parameter<double, row, col>, W), (dimsum::parameter<double, step>, b));
+  } d;
+  d.W = m.W;
+  d.b.value = dimsum::tensor<double, step>(step{3});
+  using W_t = dimsum::parameter<double, row, col>;
+  dimsum::optim::adamw opt;
+  CHECK_THROWS_WITH(opt.step(d), Catch::Contains("parameter 'b' (step) has value extents (3) but gradient extents (0)"));
+  for (std::size_t i = 0; i < W0.size(); ++i) CHECK(d.W.value.data()[i] == W0.data()[i]);
+  CHECK_THROWS_AS(opt.state<W_t>("W"), dimsum::optim::optimizer_error);  // no state yet
+  // After a good step, a module whose second parameter changed type is
+  // refused before the first parameter moves, and its step count stays.
+  d.b.grad = dimsum::tensor<double, step>(step{3});
+  opt.step(d);
+  const auto W1 = d.W.value;
+  struct other {
+    BOOST_HANA_DEFINE_STRUCT(other, (dimsum::parameter<double, row, col>, W), (dimsum::parameter<double, col>, b));
+  } o;
+  o.W = d.W;
+  o.b = dimsum::parameter<double, col>(dimsum::tensor<double, col>{});
+  CHECK_THROWS_WITH(opt.step(o), Catch::Contains("is 'b' (col) but the state was created for 'b'"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(o.W.value.data()[i] == W1.data()[i]);
+  CHECK(opt.state<W_t>("W").step == 1);
+  // A module that lost a parameter: refused, W unchanged.
+  struct fewer {
+    BOOST_HANA_DEFINE_STRUCT(fewer, (dimsum::parameter<double, row, col>, W));
+  } f;
+  f.W = d.W;
+  CHECK_THROWS_WITH(opt.step(f), Catch::Contains("the module has 1 parameters but the state was created for 2"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(f.W.value.data()[i] == W1.data()[i]);
+  CHECK(opt.state<W_t>("W").step == 1);
+}
+
+TEST_CASE("optim_clip: zero, infinite and NaN gradients as torch.nn.utils.clip_grad_norm_ treats them") {
+  // torch 1.13, float64, max_norm 1, gradients [g0, g1] and [g2]:
+  //   [0, 0] [0], L2       -> total 0,   gradients unchanged
+  //   [1, inf] [2], L2/inf -> total inf, gradients [0, nan] [0]
+  //   [1, nan] [2], L2/inf -> total nan, every gradient nan
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  struct two {
+    BOOST_HANA_DEFINE_STRUCT(two, (dimsum::parameter<double, moment>, x), (dimsum::parameter<double, one>, y));
+  };
+  auto clip = [&](double g0, double g1, double g2, double norm_type, double& total) {
+    two m;
+    m.x = dimsum::parameter<double, moment>(dimsum::tensor<double, moment>{});
+    m.y = dimsum::parameter<double, one>(dimsum::tensor<double, one>{});
+    m.x.grad.data()[0] = g0;
+    m.x.grad.data()[1] = g1;
+    m.y.grad.data()[0] = g2;
+    total = dimsum::optim::clip_grad_norm(m, 1.0, norm_type);
+    return std::array<double, 3>{m.x.grad.data()[0], m.x.grad.data()[1], m.y.grad.data()[0]};
+  };
+  double total = -1;
+  CHECK(clip(0, 0, 0, 2.0, total) == std::array<double, 3>{0, 0, 0});
+  CHECK(total == 0.0);
+  for (double norm_type : {2.0, inf}) {
+    INFO("norm_type " << norm_type);
+    const auto g = clip(1, inf, 2, norm_type, total);
+    CHECK(total == inf);
+    CHECK(g[0] == 0.0);
+    CHECK(std::isnan(g[1]));
+    CHECK(g[2] == 0.0);
+    for (double v : clip(1, nan, 2, norm_type, total)) CHECK(std::isnan(v));
+    CHECK(std::isnan(total));
+  }
 }

@@ -150,3 +150,30 @@ TEST_CASE("cross_entropy on tensors: uniform logits give ln(classes); bad ids th
   tensor<std::int32_t, batch> no_ids(batch{0});
   CHECK(std::isnan(dimsum::cross_entropy<vocab>(none, no_ids).item()));
 }
+
+TEST_CASE("cross_entropy: targets whose extents differ from the logits' throw, tensor and var forms", "[training_ops]") {
+  // torch: "Expected input batch_size (2) to match target batch_size (3)".
+  tensor<double, batch, posn, vocab> logits(batch{2}, posn{3}, vocab{4});
+  tensor<std::int64_t, batch, posn> longer(batch{3}, posn{3});
+  CHECK_THROWS_WITH(dimsum::cross_entropy<vocab>(logits, longer),
+                    Catch::Contains("cross_entropy: dim 'batch' has extent 2 in the logits but 3 in the targets"));
+  // In another order, shorter: would read fewer rows than there are.
+  tensor<std::int64_t, posn, batch> shorter(posn{1}, batch{2});
+  dimsum::grad::tape tp;
+  auto lv = tp.watch(logits);
+  CHECK_THROWS_WITH(dimsum::cross_entropy<vocab>(lv, shorter),
+                    Catch::Contains("dim 'posn' has extent 3 in the logits but 1 in the targets"));
+}
+
+TEST_CASE("cross_entropy: a float loss over a million rows keeps float precision", "[training_ops]") {
+  // Uniform logits over 2 classes: every row's loss is ln 2. Summed in
+  // float one row at a time, the mean of 2^20 rows came out 0.65% low.
+  const std::size_t rows = std::size_t(1) << 20;
+  const tensor<float, batch, vocab> logits(batch{rows}, vocab{2});
+  const tensor<std::int32_t, batch> ids(batch{rows});
+  CHECK(dimsum::cross_entropy<vocab>(logits, ids).item() == Approx(std::log(2.0)).epsilon(1e-6));
+  CHECK(dimsum::cross_entropy<vocab>(logits, ids, dimsum::reduction::sum).item() ==
+        Approx(double(rows) * std::log(2.0)).epsilon(1e-6));
+  dimsum::grad::tape tp;
+  CHECK(dimsum::cross_entropy<vocab>(tp.constant(logits), ids).item() == Approx(std::log(2.0)).epsilon(1e-6));
+}

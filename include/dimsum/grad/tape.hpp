@@ -116,6 +116,7 @@ struct var_node final : node_base {
 
   tensor_type own;                   // the value, unless it is a parameter's
   const tensor_type* value_ptr = &own;
+  const tensor_type* param_grad = nullptr;  // a watched parameter's grad, which gradient(v) reads
   tensor_type grad;
   bool has_grad = false;
   rule_type rule;
@@ -211,7 +212,7 @@ class var : public var_tag {
     else
       report<value_type_mismatch<T, U>>();
   }
-  var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)), tape_(t) {}
+  var(tape* t, std::shared_ptr<node_type> n);
 
   /// The materialised value.
   const tensor_type& value() const { return node_->value(); }
@@ -229,13 +230,16 @@ class var : public var_tag {
   }
   /// Whether a gradient flows into this var (it depends on a watched leaf).
   bool requires_grad() const { return node_->requires_grad; }
-  /// The tape this var is recorded on (null for a constant).
-  grad::tape* owner() const { return tape_; }
+  /// The tape this var is recorded on (null for a constant). A var that
+  /// needs a gradient and outlived its tape throws `grad::tape_error`: it
+  /// can no longer be recorded on (a constant of a gone tape is a constant).
+  grad::tape* owner() const;
   const std::shared_ptr<node_type>& node() const { return node_; }
 
  private:
   std::shared_ptr<node_type> node_;
-  grad::tape* tape_ = nullptr;
+  // The tape's handle: it points at the tape while the tape lives, null after.
+  std::shared_ptr<grad::tape* const> tape_;
 };
 
 namespace detail {
@@ -272,12 +276,25 @@ auto constant_var(tape* t, E&& e) {
 /// Records operations on vars and runs them backwards. One tape is one
 /// forward and backward pass (a training step): make a new one per step.
 /// Not copyable or movable (vars point at it); watched parameters must
-/// outlive it and keep their values until backward has run.
+/// outlive it and keep their values until backward has run. A var that
+/// needs a gradient and outlives its tape cannot be used in an operation
+/// (`tape_error`), as PyTorch refuses to backward through a freed graph.
 class tape {
  public:
   tape() { dimsum::detail::keep_freed_memory_for_reuse(); }
   tape(const tape&) = delete;
   tape& operator=(const tape&) = delete;
+  ~tape() {
+    *handle_ = nullptr;
+    // Newest first: each node's rule holds its inputs, so releasing the
+    // oldest first would free a long chain (x = f(x) a million times) in
+    // one recursion as deep as the chain, which overflows the stack.
+    while (!nodes_.empty()) nodes_.pop_back();
+  }
+
+  /// What the vars of this tape hold to find it: the tape while it lives,
+  /// null once it is destroyed.
+  const std::shared_ptr<tape*>& handle() const { return handle_; }
 
   /// A var whose gradient is accumulated into `p.grad` by backward
   /// (PyTorch's leaf semantics: `p.grad += d loss / d p`). The var reads
@@ -286,6 +303,7 @@ class tape {
   var<T, Ds...> watch(parameter<T, Ds...>& p) {
     auto n = std::make_shared<detail::var_node<T, Ds...>>();
     n->value_ptr = &p.value;
+    n->param_grad = &p.grad;
     n->requires_grad = true;
     parameter<T, Ds...>* pp = &p;
     n->rule = [pp](const tensor<T, Ds...>& g, const tensor<T, Ds...>&) {
@@ -369,7 +387,22 @@ class tape {
 
   std::vector<std::shared_ptr<detail::node_base>> nodes_;
   bool done_ = false;
+  std::shared_ptr<tape*> handle_ = std::make_shared<tape*>(this);
 };
+
+template <class T, dimension... Ds>
+var<T, Ds...>::var(tape* t, std::shared_ptr<node_type> n) : node_(std::move(n)) {
+  if (t) tape_ = t->handle();
+}
+
+template <class T, dimension... Ds>
+grad::tape* var<T, Ds...>::owner() const {
+  if (!tape_) return nullptr;
+  if (*tape_ || !node_->requires_grad) return *tape_;
+  throw tape_error(
+      "this var needs a gradient but its tape no longer exists (a tape is one step); use its value() in later "
+      "steps, or compute it again on the new tape");
+}
 
 namespace detail {
 
@@ -447,9 +480,11 @@ std::remove_cvref_t<V> eval(V&& v) {
   return std::forward<V>(v);
 }
 
-/// The gradient of a parameter (its `grad`) or of a watched var (what the
-/// last backward accumulated; zeros if nothing reached it), as a tensor
-/// with exactly its dims. `gradient<Ds...>(x)` also states the dims, in
+/// The gradient of a parameter (its `grad`), of the var `tape.watch(p)`
+/// gave (the same `p.grad`) or of a watched tensor's var (what the last
+/// backward accumulated; zeros if nothing reached it), as a tensor with
+/// exactly its dims. A var an operation returned has no gradient to read
+/// (backward frees it once sent on): `grad::tape_error`. `gradient<Ds...>(x)` also states the dims, in
 /// order: a compile error naming both lists when they differ.
 template <dimension... Ask, class X>
 decltype(auto) gradient(const X& x) {
@@ -467,8 +502,14 @@ decltype(auto) gradient(const X& x) {
     } else if constexpr (is_parameter_v<P>) {
       return static_cast<const typename P::tensor_type&>(x.grad);
     } else {
-      x.node()->ensure_grad();
-      return static_cast<const typename P::tensor_type&>(x.node()->grad);
+      auto& n = *x.node();
+      if (n.param_grad) return static_cast<const typename P::tensor_type&>(*n.param_grad);
+      if (n.requires_grad && !n.keep_grad)
+        throw grad::tape_error(
+            "gradient(v): v is the result of an operation, whose gradient backward frees once it has sent it on (as "
+            "PyTorch keeps .grad for leaves only); watch a tensor (tape.watch(t)) to read d loss / d t");
+      n.ensure_grad();
+      return static_cast<const typename P::tensor_type&>(n.grad);
     }
   } else {
     if constexpr (named_expression<P>)

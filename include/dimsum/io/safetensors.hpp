@@ -127,6 +127,7 @@ inline std::uint64_t read_le64(const std::byte* p) {
 // swap is its own inverse).
 template <class T>
 void copy_le_bytes(const std::byte* from, T* to, std::size_t count) {
+  if (count == 0) return;  // an empty tensor's pointers may be null, which memcpy may not get
   std::memcpy(static_cast<void*>(to), from, count * sizeof(T));
   if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1)
     for (std::size_t i = 0; i < count; ++i) {
@@ -278,7 +279,8 @@ inline safetensors_contents read_safetensors(const std::string& path) {
 /// The bytes of a `.safetensors` file holding `contents`: the tensors in
 /// name order, contiguous, the header padded with spaces to a multiple of 8
 /// bytes (as the reference writer aligns it). Throws `safetensors_error` if
-/// a tensor's byte count does not match its dtype and shape.
+/// a tensor's byte count does not match its dtype and shape, or a name or
+/// metadata string is not valid UTF-8 (JSON needs it).
 inline std::vector<std::byte> serialize_safetensors(const safetensors_contents& contents) {
   using nlohmann::json;
   json h = json::object();
@@ -297,7 +299,12 @@ inline std::vector<std::byte> serialize_safetensors(const safetensors_contents& 
     h[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {at, at + t.data.size()}}};
     at += t.data.size();
   }
-  std::string header = h.dump();
+  std::string header;
+  try {
+    header = h.dump();
+  } catch (const json::exception& e) {  // a name or metadata string that is not valid UTF-8
+    io::detail::throw_safetensors_error("(writing)", std::string("the header cannot be written as JSON: ") + e.what());
+  }
   header.append((8 - header.size() % 8) % 8, ' ');
   std::vector<std::byte> out(8 + header.size() + at);
   const std::uint64_t n = header.size();

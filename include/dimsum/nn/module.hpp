@@ -136,7 +136,7 @@ void visit_member(X&& x, const std::string& name, F& f) {
 }
 
 template <class L, std::size_t... I>
-std::string dim_names(std::index_sequence<I...>, std::string_view sep) {
+std::string dim_names(std::index_sequence<I...>, [[maybe_unused]] std::string_view sep) {
   std::string s;
   ((s += (I ? sep : std::string_view()), s += L::names[I]), ...);
   return s;

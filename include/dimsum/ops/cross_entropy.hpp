@@ -57,6 +57,11 @@ cross_entropy_parts<Class, T, R, I> cross_entropy_forward(Logits&& logits, Targe
   cross_entropy_parts<Class, T, R, I> p{
       log_softmax_values<Class, T, RC>(tensor_for_t<T, RC>(std::forward<Logits>(logits))),
       tensor_for_t<I, R>(std::forward<Targets>(targets)), T(0), T(1)};
+  for (std::size_t k = 0; k < R::size; ++k)
+    if (p.log_probs.extents()[k] != p.ids.extents()[k])
+      throw shape_error("cross_entropy: dim '" + std::string(R::names[k]) + "' has extent " +
+                        std::to_string(p.log_probs.extents()[k]) + " in the logits but " +
+                        std::to_string(p.ids.extents()[k]) + " in the targets");
   const std::size_t classes = p.log_probs.template extent<Class>(), rows = p.ids.size();
   for (std::size_t n = 0; n < rows; ++n) {
     const I id = p.ids.data()[n];
@@ -65,11 +70,12 @@ cross_entropy_parts<Class, T, R, I> cross_entropy_forward(Logits&& logits, Targe
                         " of the targets) is out of range for dim '" + std::string(Class::name.view()) +
                         "' of extent " + std::to_string(classes));
   }
-  T total = 0;
+  // Summed in double: a float sum of a million losses drifts by about 0.5%.
+  double total = 0;
   for (std::size_t n = 0; n < rows; ++n)
-    total -= p.log_probs.data()[n * classes + static_cast<std::size_t>(p.ids.data()[n])];
+    total -= double(p.log_probs.data()[n * classes + static_cast<std::size_t>(p.ids.data()[n])]);
   if (how == reduction::mean) p.scale = rows == 0 ? std::numeric_limits<T>::quiet_NaN() : T(1) / T(rows);
-  p.loss = total * p.scale;
+  p.loss = T(how == reduction::mean ? total / double(rows) : total);
   return p;
 }
 
@@ -94,8 +100,9 @@ constexpr void report_cross_entropy_dims() {
 
 /// The cross-entropy of `logits` (with the class dim Class) against integer
 /// class ids `targets` (the logits' other dims, any order), reduced by mean
-/// or sum: a rank-0 tensor. An id outside [0, extent of Class) throws
-/// shape_error; mean over zero targets is NaN, as in torch.
+/// or sum: a rank-0 tensor. An id outside [0, extent of Class), or a
+/// target dim whose extent differs from the logits', throws shape_error;
+/// mean over zero targets is NaN, as in torch.
 template <dimension Class, named_expression X, named_expression Targets>
 auto cross_entropy(X&& logits, Targets&& targets, reduction how = reduction::mean) {
   using T = value_type_of_t<X>;

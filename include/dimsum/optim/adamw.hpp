@@ -3,7 +3,7 @@
 /// `optim::adamw`: Adam with decoupled weight decay (Loshchilov & Hutter),
 /// with PyTorch 1.13's update (`torch.optim.AdamW`, `_single_tensor_adamw`)
 /// and its defaults, AMSGrad optional. The moments of each parameter have
-/// that parameter's dims. See tests/unit/optim_adamw.cpp.
+/// that parameter's dims. See tests/unit/optim_optimizers.cpp.
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 /// `optim::clip_grad_norm`: scales every gradient of a module so that their
 /// global norm is at most `max_norm`, as `torch.nn.utils.clip_grad_norm_`
 /// (PyTorch 1.13) does, and returns the norm before clipping. See
-/// tests/unit/optim_clip.cpp.
+/// tests/unit/optim_optimizers.cpp.
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 /// \file
 /// `optim::warmup_cosine_schedule`: the learning rate rises linearly from 0
 /// over `warmup_steps`, then decays along a half cosine to `min_lr` at
-/// `total_steps`, and stays there. See tests/unit/optim_schedule.cpp.
+/// `total_steps`, and stays there. See tests/unit/optim_optimizers.cpp.
 
 #include <cmath>
 #include <cstddef>

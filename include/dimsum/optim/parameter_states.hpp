@@ -5,11 +5,12 @@
 /// created on the first step, in the order `for_each_parameter` visits the
 /// module. Also `optimizer_error`, thrown for invalid hyper-parameters and
 /// for a module whose parameters changed between steps. See
-/// tests/unit/optim_sgd.cpp.
+/// tests/unit/optim_optimizers.cpp.
 
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dimsum/core/errors.hpp>
@@ -56,18 +57,27 @@ class parameter_states {
     }
     if (index > slots_.size())
       throw optimizer_error(nn::detail::cat("optimizer state: parameter '", name, "' visited out of order"));
-    auto* s = dynamic_cast<slot<State<P>>*>(slots_[index].get());
-    if (!s || slots_[index]->name != name)
+    check(index, name, p);
+    return static_cast<slot<State<P>>&>(*slots_[index]).state;
+  }
+
+  /// Checks, without changing anything, that the state at `index`, if
+  /// there is one, was created for a parameter of this name and type;
+  /// throws `optimizer_error` otherwise.
+  template <class P>
+  void check(std::size_t index, const std::string& name, const P&) const {
+    if (index >= slots_.size()) return;  // a new state
+    if (!dynamic_cast<const slot<State<P>>*>(slots_[index].get()) || slots_[index]->name != name)
       throw optimizer_error(nn::detail::cat("optimizer state: parameter ", std::to_string(index), " is '", name, "' (",
                                             nn::parameter_dim_names<P>(", "), ") but the state was created for '",
                                             slots_[index]->name,
                                             "'; the module's parameters changed since the first step"));
-    return s->state;
   }
 
-  /// Checks that a step visited exactly the parameters the state holds.
+  /// Checks that a step visited at least the parameters the state holds
+  /// (a module with fewer parameters than at the first step is an error).
   void check_count(std::size_t visited) const {
-    if (visited != slots_.size())
+    if (visited < slots_.size())
       throw optimizer_error(nn::detail::cat("optimizer state: the module has ", std::to_string(visited),
                                             " parameters but the state was created for ",
                                             std::to_string(slots_.size())));
@@ -106,21 +116,29 @@ class parameter_states {
 
 /// What every optimizer shares (CRTP): `step(m)` visits the parameters of
 /// module `m`, checks that each gradient has its value's extents (a
-/// `shape_error` naming the parameter otherwise) and calls
-/// `Derived::update(p, state)` with the parameter's `State<P>`;
-/// `state<P>(name)` returns a parameter's state for inspection.
+/// `shape_error` naming the parameter otherwise) and that the module's
+/// parameters are the ones the state was made for, then calls
+/// `Derived::update(p, state)` with the parameter's `State<P>`; a step that
+/// throws changes no parameter and no state. `state<P>(name)` returns a
+/// parameter's state for inspection.
 template <class Derived, template <class> class State>
 class optimizer_base {
  public:
   /// One update of every parameter of `m` from its `grad`.
   template <class M>
   void step(M& m) {
+    // Every check before the first update: a step that throws leaves the
+    // module and the state as they were.
     std::size_t i = 0;
-    nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
+    nn::for_each_parameter(std::as_const(m), [&](const std::string& name, const auto& p) {
       detail::check_grad_extents(name, p);
-      static_cast<const Derived&>(*this).update(p, states_.get(i++, name, p));
+      states_.check(i++, name, p);
     });
     states_.check_count(i);
+    i = 0;
+    nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
+      static_cast<const Derived&>(*this).update(p, states_.get(i++, name, p));
+    });
   }
 
   /// The state of parameter `name` (of type `P`) after a step.

@@ -3,7 +3,7 @@
 /// Deterministic seeding: one base seed gives every parameter (by its
 /// dotted name) its own seed, the same on every platform and in every run,
 /// independent of the order parameters are visited or added. See
-/// tests/unit/optim_seed.cpp.
+/// tests/unit/optim_optimizers.cpp.
 
 #include <cstdint>
 #include <random>

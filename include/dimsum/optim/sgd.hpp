@@ -4,9 +4,11 @@
 /// Nesterov momentum and L2 weight decay, with PyTorch 1.13's update
 /// (`torch.optim.SGD`, `_single_tensor_sgd`) and its defaults. Works on any
 /// module whose parameters `for_each_parameter` finds; the momentum buffer
-/// of each parameter has that parameter's dims. See tests/unit/optim_sgd.cpp.
+/// of each parameter has that parameter's dims. See tests/unit/optim_optimizers.cpp.
 
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 #include <dimsum/nn/module.hpp>
@@ -15,9 +17,9 @@
 namespace dimsum::optim {
 
 /// SGD's hyper-parameters, as `torch.optim.SGD` names them. `lr` has no
-/// default (PyTorch requires it).
+/// default (PyTorch requires it): left out, it is NaN and `sgd` throws.
 struct sgd_options {
-  double lr;
+  double lr = std::numeric_limits<double>::quiet_NaN();
   double momentum = 0.0;
   double dampening = 0.0;
   double weight_decay = 0.0;
@@ -46,10 +48,11 @@ struct sgd_state {
 ///     opt.step(model);  // reads every p.grad, updates every p.value
 class sgd : public optimizer_base<sgd, sgd_state> {
  public:
-  /// Checks the options as PyTorch does: lr, momentum and weight_decay not
-  /// negative, and nesterov only with momentum > 0 and dampening == 0;
-  /// otherwise throws `optimizer_error`.
+  /// Checks the options as PyTorch does: lr given, lr, momentum and
+  /// weight_decay not negative, and nesterov only with momentum > 0 and
+  /// dampening == 0; otherwise throws `optimizer_error`.
   explicit sgd(sgd_options o) : options(o) {
+    if (std::isnan(o.lr)) throw optimizer_error("sgd: lr is required (torch.optim.SGD has no default learning rate)");
     if (!(o.lr >= 0.0)) throw optimizer_error(nn::detail::cat("sgd: invalid learning rate ", std::to_string(o.lr)));
     if (!(o.momentum >= 0.0)) throw optimizer_error(nn::detail::cat("sgd: invalid momentum ", std::to_string(o.momentum)));
     if (!(o.weight_decay >= 0.0))

@@ -14,16 +14,17 @@
 #include <dimsum/kernels/vector_math.hpp>
 
 namespace dimsum::grad::detail {
-/// Records y = f(x) element-wise with gradient g * df(x, y), computed in
-/// g's buffer, which then becomes (or is added to) x's gradient.
-template <class V, class F, class DF>
-auto record_unary(const V& v, F f, DF df) {
+/// Records y = f(x) element-wise with gradient back(g, x, y) (g times the
+/// derivative, or a selection), computed in g's buffer, which then becomes
+/// (or is added to) x's gradient.
+template <class V, class F, class Back>
+auto record_unary(const V& v, F f, Back back) {
   using T = typename V::value_type;
-  return record_op(map(v.value(), f), [v, df](auto& g, const auto& out) {
+  return record_op(map(v.value(), f), [v, back](auto& g, const auto& out) {
     const T* x = v.value().data();
     const T* y = out.data();
     T* gp = g.data();
-    for (std::size_t i = 0, n = g.size(); i < n; ++i) gp[i] *= df(x[i], y[i]);
+    for (std::size_t i = 0, n = g.size(); i < n; ++i) gp[i] = back(gp[i], x[i], y[i]);
     v.node()->accumulate(std::move(g));
   }, v);
 }
@@ -44,12 +45,15 @@ auto record_vector_unary(const V& v) {
 
 namespace dimsum {
 
-/// max(x, 0) of a var; the gradient passes where x > 0 (0 at x = 0, as torch).
+/// max(x, 0) of a var, NaN kept (as the tensor form and torch.relu); the
+/// gradient is selected, not multiplied, as torch's threshold_backward: 0
+/// where x <= 0 (at x = 0 too) even if g is inf or NaN there, g elsewhere
+/// (where x is NaN too).
 template <grad::detail::var_like V>
 auto relu(V&& v) {
   using T = typename std::remove_cvref_t<V>::value_type;
   return grad::detail::record_unary(
-      v, [](T x) { return x > T(0) ? x : T(0); }, [](T x, T) { return x > T(0) ? T(1) : T(0); });
+      v, [](T x) { return x < T(0) ? T(0) : x; }, [](T g, T x, T) { return x <= T(0) ? T(0) : g; });
 }
 
 /// GELU of a var, exact form x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (torch's
@@ -70,14 +74,14 @@ auto gelu_tanh(V&& v) {
 template <grad::detail::var_like V>
 auto tanh(V&& v) {
   using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_unary(v, [](T x) { return std::tanh(x); }, [](T, T y) { return T(1) - y * y; });
+  return grad::detail::record_unary(v, [](T x) { return std::tanh(x); }, [](T g, T, T y) { return g * (T(1) - y * y); });
 }
 
 /// Natural logarithm of a var; the gradient is g / x.
 template <grad::detail::var_like V>
 auto log(V&& v) {
   using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_unary(v, [](T x) { return std::log(x); }, [](T x, T) { return T(1) / x; });
+  return grad::detail::record_unary(v, [](T x) { return std::log(x); }, [](T g, T x, T) { return g * (T(1) / x); });
 }
 
 }  // namespace dimsum
