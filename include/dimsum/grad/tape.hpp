@@ -61,6 +61,12 @@ struct gradient_dims_differ_from_the_variable_dims {
                 "dimsum: gradient<Dims...>(x) asks for dims that differ from x's dims (a gradient has exactly its "
                 "variable's dims)");
 };
+template <class VarDims, class TensorDims>
+struct a_var_is_not_a_tensor {
+  static_assert(detail::always_false<VarDims, TensorDims>,
+                "dimsum: a grad::var is not a tensor; read its value with v.value() (a tensor with the var's dims), "
+                "or keep the result a var");
+};
 
 namespace grad {
 
@@ -213,6 +219,15 @@ class var : public var_tag {
       report<value_type_mismatch<T, U>>();
   }
   var(tape* t, std::shared_ptr<node_type> n);
+
+  /// `tensor<...> y = v;` (a PyTorch habit: a tensor that requires grad is
+  /// still a tensor): a compile error naming the var's dims and the
+  /// tensor's, instead of the compiler's "no conversion".
+  template <class U, dimension... Es>
+  operator tensor<U, Es...>() const {
+    dimsum::detail::report<a_var_is_not_a_tensor<diagnostic_dims_t<dim_list<Ds...>>, diagnostic_dims_t<dim_list<Es...>>>>();
+    return {};
+  }
 
   /// The materialised value.
   const tensor_type& value() const { return node_->value(); }
