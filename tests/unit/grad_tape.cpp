@@ -215,3 +215,16 @@ TEST_CASE("grad tape: a chain of half a million x = f(x) steps is run and freed 
   }
   CHECK(w.grad(unit{0}) == 1.0);
 }
+
+TEST_CASE("grad tape: watching a lazy expression watches its value, a leaf", "[grad][tape]") {
+  grad::tape t;
+  const x_t x = make_x();
+  auto v = t.watch(x * 2.0);   // a leaf of value 2x, as torch's (x * 2).requires_grad_()
+  static_assert(std::is_same_v<decltype(v), grad::var<double, row, col>>);
+  CHECK(v.requires_grad());
+  t.backward(dimsum::sum<row, col>(v * v));
+  // d/dv sum(v^2) = 2 v = 4 x.
+  const auto& g = dimsum::gradient<row, col>(v);
+  for (std::size_t r = 0; r < 2; ++r)
+    for (std::size_t c = 0; c < 3; ++c) CHECK(g(row{r}, col{c}) == Approx(4.0 * x(row{r}, col{c})));
+}

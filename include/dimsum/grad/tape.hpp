@@ -340,6 +340,16 @@ class tape {
     push(n);
     return var<T, Ds...>(this, std::move(n));
   }
+  /// The same for a lazy expression or a view, evaluated now (PyTorch's
+  /// `(x * 2).requires_grad_()`): a leaf var of its value.
+  template <named_expression E>
+    requires(!requires(std::remove_cvref_t<E>& e) { e.storage(); })
+  auto watch(E&& e) {
+    if constexpr (is_invalid_v<E>)
+      return invalid_expression{};
+    else
+      return watch(dimsum::eval(std::forward<E>(e)));
+  }
 
   /// A var without gradient (an input or a constant): evaluates e.
   template <named_expression E>
