@@ -309,6 +309,12 @@ struct linear_input_lacks_the_in_dim {
   static_assert(detail::always_false<In, Dims>,
                 "dimsum: linear layer applied to a tensor without the layer's input dim");
 };
+template <class In, class Out, class First, class Second>
+struct linear_is_built_from_its_in_then_its_out_dim {
+  static_assert(detail::always_false<In, Out, First, Second>,
+                "dimsum: nn::linear<T, In, Out> is built as linear(In{in}, Out{out}); the last two arguments are "
+                "what was given (plain numbers, or dims in another order)");
+};
 template <class Out, class Dims>
 struct linear_input_already_has_the_out_dim {
   static_assert(detail::always_false<Out, Dims>,

@@ -43,6 +43,15 @@ struct linear {
   linear(In in, Out out, bool with_bias = true) : weight(out, in) {
     if (with_bias) bias.emplace(out);
   }
+  /// Plain numbers (PyTorch's `nn.Linear(30, 10)`) or the dims swapped: a
+  /// compile error naming the layer's dims and what was given.
+  template <class A, class B>
+    requires(dimsum::detail::dim_or_number<A> && dimsum::detail::dim_or_number<B> &&
+             !(std::is_same_v<A, In> && std::is_same_v<B, Out>))
+  linear(A, B, bool = true) {
+    dimsum::detail::report<linear_is_built_from_its_in_then_its_out_dim<
+        diagnostic_name_t<In>, diagnostic_name_t<Out>, A, B>>();
+  }
 
   /// Whether the layer adds a bias.
   bool has_bias() const { return bias.has_value(); }
