@@ -120,6 +120,9 @@ TEST_CASE("ALiBi attention: slope times distance as an expression by name", "[va
   const auto distance = dimsum::relative_positions<double>(q_posn{9}, k_posn{9});
   CHECK(distance(q_posn{5}, k_posn{2}) == -3.0);
   CHECK(dimsum::relative_positions<double>(q_posn{2}, k_posn{6}, 4)(q_posn{1}, k_posn{0}) == -5.0);
+  // read by name past an extent: shape_error, as a tensor's element access
+  CHECK_THROWS_AS(distance(q_posn{9}, k_posn{0}), dimsum::shape_error);
+  CHECK_THROWS_WITH(distance(k_posn{12}, q_posn{0}), Catch::Contains("index 12 is out of range for dim 'k_posn' of extent 9"));
   const q_t out = weighted_values(
       dimsum::causal_mask<q_posn, k_posn>(scaled_scores(q, k) + dimsum::outer(slopes, distance), -inf), v);
   expect_near(out, load<q_t>("alibi_out"));

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 
 #include "support.hpp"
 
@@ -98,6 +99,63 @@ TEST_CASE("elementwise: comparisons give bool tensors; where and logical ops", "
   CHECK(neither(posn{0}));
   CHECK_FALSE(neither(posn{1}));
   CHECK(eval(a < 0.0f)(posn{0}));
+}
+
+TEST_CASE("elementwise: a floating scalar next to an integer tensor computes in floating point", "[elementwise]") {
+  // torch: ids * 0.5 is [0, 0.5, 1, 1.5] and ids == 0.5 is all false; the
+  // scalar must not be truncated to the tensor's integer type.
+  tensor<std::int64_t, posn> ids(posn{4});
+  for (std::size_t i = 0; i < 4; ++i) ids(posn{i}) = std::int64_t(i);
+  auto half = eval(ids * 0.5);
+  static_assert(std::is_same_v<value_type_of_t<decltype(half)>, double>);
+  CHECK(test::flat(half) == std::vector<double>{0.0, 0.5, 1.0, 1.5});
+  CHECK(test::flat(eval(0.5f * ids)) == std::vector<double>{0.0, 0.5, 1.0, 1.5});
+  CHECK(test::flat(eval(ids / 2.0)) == std::vector<double>{0.0, 0.5, 1.0, 1.5});
+  CHECK(test::flat(eval(ids - 0.25)) == std::vector<double>{-0.25, 0.75, 1.75, 2.75});
+  CHECK(test::flat(eval(ids == 0.5)) == std::vector<double>{0, 0, 0, 0});
+  CHECK(test::flat(eval(ids > 0.5)) == std::vector<double>{0, 1, 1, 1});
+  CHECK(test::flat(eval(where(ids > 1, ids, 0.5))) == std::vector<double>{0.5, 0.5, 2.0, 3.0});
+  // An integer scalar keeps the integer type (ids / 2 is integer division in C++).
+  auto twice = eval(ids * 2);
+  static_assert(std::is_same_v<value_type_of_t<decltype(twice)>, std::int64_t>);
+  CHECK(test::flat(twice) == std::vector<double>{0, 2, 4, 6});
+  // A floating tensor keeps its type next to a double scalar, as before.
+  tensor<float, posn> f(posn{2});
+  static_assert(std::is_same_v<value_type_of_t<decltype(f * 0.5)>, float>);
+  tensor<bool, posn> flag(posn{2});
+  flag(posn{1}) = true;
+  CHECK(test::flat(eval(flag * 0.5)) == std::vector<double>{0.0, 0.5});
+}
+
+TEST_CASE("elementwise: exp and sqrt of an integer tensor are double", "[elementwise]") {
+  // torch.exp / torch.sqrt of an int tensor give floating point; truncating
+  // back to int gave exp(-3) = 0 and sqrt(2) = 1.
+  tensor<int, posn> n(posn{3});
+  n(posn{0}) = -3;
+  n(posn{1}) = 2;
+  n(posn{2}) = 9;
+  auto e = eval(exp(n));
+  static_assert(std::is_same_v<value_type_of_t<decltype(e)>, double>);
+  CHECK(test::flat(e) == std::vector<double>{std::exp(-3.0), std::exp(2.0), std::exp(9.0)});
+  tensor<double, posn> r = sqrt(n);
+  CHECK(std::isnan(r(posn{0})));
+  CHECK(r(posn{1}) == std::sqrt(2.0));
+  CHECK(r(posn{2}) == 3.0);
+}
+
+TEST_CASE("elementwise: where with two scalars takes cond's dims and their common type", "[elementwise]") {
+  // torch.where(x > 0, 1.0, 0.0): [0, 0, 1] for x = [-1, 0, 2].
+  tensor<float, posn> x(posn{3});
+  x(posn{0}) = -1;
+  x(posn{1}) = 0;
+  x(posn{2}) = 2;
+  auto step = eval(where(x > 0.0f, 1.0f, 0.0f));
+  static_assert(std::is_same_v<value_type_of_t<decltype(step)>, float>);
+  static_assert(has_dims<decltype(step), posn>);
+  CHECK(test::flat(step) == std::vector<double>{0.0, 0.0, 1.0});
+  auto mixed = eval(where(x < 0.0f, 1, 0.5));
+  static_assert(std::is_same_v<value_type_of_t<decltype(mixed)>, double>);
+  CHECK(test::flat(mixed) == std::vector<double>{1.0, 0.5, 0.5});
 }
 
 TEST_CASE("elementwise: outer product on request, and cast", "[elementwise]") {
@@ -205,4 +263,27 @@ TEST_CASE("elementwise: copies through views and broadcasts, with rows that merg
     for (std::size_t p = 0; p < 4; ++p)
       for (std::size_t d = 0; d < 4; ++d) CHECK(m(posn{p}, d_head{d}) == (d > p ? -1.0f : sq(posn{p}, d_head{d})));
   }
+}
+
+TEST_CASE("elementwise: compound assignment t += e is t = t + e, broadcasting e by name into t", "[elementwise]") {
+  q_t q(batch{2}, posn{3}, nheads{2}, d_head{4});
+  b_t b(nheads{2}, d_head{4});
+  test::fill_pattern(q);
+  test::fill_pattern(b, 1.1, 0.5);
+  const q_t q0 = q;
+  q += b;                              // b broadcast over batch and posn
+  q *= 2.0;                            // a double scalar takes the tensor's float
+  q -= b;
+  q /= tensor<float, posn>::full(4.0f, posn{3});
+  q += q;                              // reads the tensor it assigns to
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t p = 0; p < 3; ++p)
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t d = 0; d < 4; ++d) {
+          const float x = q0(batch{i}, posn{p}, nheads{h}, d_head{d}), y = b(nheads{h}, d_head{d});
+          const float expected = ((x + y) * 2.0f - y) / 4.0f;
+          CHECK(q(batch{i}, posn{p}, nheads{h}, d_head{d}) == expected + expected);
+        }
+  tensor<float, posn, batch> other(batch{2}, posn{4});
+  CHECK_THROWS_AS(q += other, shape_error);   // posn 3 vs 4, checked as for +
 }

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
@@ -237,6 +238,22 @@ TEST_CASE("math: pow, minimum, maximum, clamp broadcast by name", "[math]") {
       const double cl = std::isnan(v) ? v : std::min(std::max(double(v), double(-w)), double(w));
       CHECK(matches(c(batch{b}, feat{k}), cl, v, 0, 0));
     }
+}
+
+TEST_CASE("math: pow, minimum, maximum, clamp of an integer tensor with floating scalars", "[math]") {
+  // torch promotes: pow(ids, 0.5) = sqrt, clamp(ids, 0.5, 2.5) = [0.5, 1, 2, 2.5].
+  tensor<std::int64_t, feat> ids(feat{4});
+  for (std::size_t i = 0; i < 4; ++i) ids(feat{i}) = std::int64_t(i);
+  CHECK(test::flat(eval(pow(ids, 0.5))) == std::vector<double>{0.0, 1.0, std::sqrt(2.0), std::sqrt(3.0)});
+  CHECK(test::flat(eval(pow(2.0, ids))) == std::vector<double>{1.0, 2.0, 4.0, 8.0});
+  CHECK(test::flat(eval(minimum(ids, 1.5))) == std::vector<double>{0.0, 1.0, 1.5, 1.5});
+  CHECK(test::flat(eval(maximum(0.5, ids))) == std::vector<double>{0.5, 1.0, 2.0, 3.0});
+  auto c = eval(clamp(ids, 0.5, 2.5));
+  static_assert(std::is_same_v<value_type_of_t<decltype(c)>, double>);
+  CHECK(test::flat(c) == std::vector<double>{0.5, 1.0, 2.0, 2.5});
+  auto ci = eval(clamp(ids, 1, 2));
+  static_assert(std::is_same_v<value_type_of_t<decltype(ci)>, std::int64_t>);
+  CHECK(test::flat(ci) == std::vector<double>{1.0, 1.0, 2.0, 2.0});
 }
 
 TEST_CASE("math: shared dims of different extents throw shape_error naming the dim", "[math]") {

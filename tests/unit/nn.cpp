@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/seeds/seeds.hpp>
@@ -78,6 +80,26 @@ TEST_CASE("nn::embedding: any id shape gathers rows", "[nn]") {
   }
 }
 
+TEST_CASE("nn::embedding: ids given as a view or an expression, as torch's wte(idx[:, -n:])", "[nn]") {
+  nn::embedding<float, vocab, emb> table(vocab{10}, emb{3});
+  table.reset_parameters(2);
+  tensor<std::int64_t, batch, posn> ids(batch{2}, posn{5});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t p = 0; p < 5; ++p) ids(batch{b}, posn{p}) = std::int64_t(3 * b + p);
+  const auto last = table(slice<posn>(ids, 2, 5));  // a strided view: posn 2, 3, 4
+  static_assert(std::is_same_v<decltype(last), const tensor<float, batch, posn, emb>>);
+  REQUIRE(last.extent<posn>() == 3);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t p = 0; p < 3; ++p)
+      for (std::size_t k = 0; k < 3; ++k)
+        CHECK(last(batch{b}, posn{p}, emb{k}) == table.weight.value(vocab{3 * b + p + 2}, emb{k}));
+  CHECK_THROWS_AS(table(slice<posn>(ids, 0, 5) + std::int64_t(6)), shape_error);  // id 4 + 6 = 10 is past vocab
+  grad::tape t;
+  auto v = table(t, select<batch>(ids, 1));  // ids 3..7 of batch 1, on a tape
+  static_assert(std::is_same_v<decltype(v), grad::var<float, posn, emb>>);
+  CHECK(v.value()(posn{4}, emb{2}) == table.weight.value(vocab{7}, emb{2}));
+}
+
 TEST_CASE("nn::multi_head_attention: zero heads is an error, a null trace pointer is no trace", "[nn]") {
   DIMSUM_DIM(heads);
   DIMSUM_DIM(dk);
@@ -94,6 +116,23 @@ TEST_CASE("nn::multi_head_attention: zero heads is an error, a null trace pointe
   auto a = m(q, kv, kv, nn::no_mask{}, none);
   auto b = m(q, kv, kv);
   CHECK(test::flat(a.output) == test::flat(b.output));
+}
+
+TEST_CASE("nn attention masks are bool: a numeric mask is refused, not read as mask != 0", "[nn]") {
+  DIMSUM_DIM(q_posn);
+  DIMSUM_DIM(k_posn);
+  // What dot_product_attention and multi_head_attention accept as a mask;
+  // a float or integer mask is a compile error there (masked_fill's
+  // masked_fill_mask_is_not_boolean), since PyTorch's float masks are
+  // additive (0 = attend) and `!mask` would invert them silently.
+  using keep_t = tensor<bool, batch, k_posn>;
+  STATIC_REQUIRE(nn::detail::mask_is_bool<nn::no_mask>());
+  STATIC_REQUIRE(nn::detail::mask_is_bool<keep_t>());
+  STATIC_REQUIRE(nn::detail::mask_is_bool<decltype(!std::declval<const keep_t&>())>());
+  STATIC_REQUIRE(nn::detail::mask_is_bool<tensor_view<const bool, batch, k_posn>>());
+  STATIC_REQUIRE(!nn::detail::mask_is_bool<tensor<float, batch, k_posn>>());
+  STATIC_REQUIRE(!nn::detail::mask_is_bool<tensor<std::int64_t, batch, q_posn, k_posn>>());
+  STATIC_REQUIRE(!nn::detail::mask_is_bool<decltype(std::declval<const tensor<float, batch, k_posn>&>() * 2.0f)>());
 }
 
 TEST_CASE("nn::seeds::char_tokenizer: errors name the character or id", "[nn]") {

@@ -57,6 +57,23 @@ TEST_CASE("nn::init::uniform: U(a, b) bounds, mean (a+b)/2, variance (b-a)^2/12"
   CHECK(std::abs(m.var - var) <= 5 * std::sqrt((16.0 / 80 - var * var) / n));
 }
 
+TEST_CASE("nn::init: bounds torch refuses are errors, and the tensor is left as it was", "[nn_init]") {
+  // torch: uniform_(t, 1, 0) "expects to return a [from, to) range",
+  // normal_(t, 0, -1) "expects std >= 0.0"
+  tensor<double, d_in> t(d_in{4});
+  t.fill(7.0);
+  CHECK_THROWS_WITH(init::uniform(t, 1, 1.0, 0.0), Catch::Contains("a <= b"));
+  CHECK_THROWS_AS(init::uniform(t, 1, 0.0, INFINITY), dimsum::error);
+  CHECK_THROWS_AS(init::uniform(t, 1, NAN, 1.0), dimsum::error);
+  CHECK_THROWS_WITH(init::normal(t, 1, 0.0, -1.0), Catch::Contains("std >= 0"));
+  CHECK_THROWS_AS(init::normal(t, 1, 0.0, NAN), dimsum::error);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(t(d_in{i}) == 7.0);
+  init::uniform(t, 1, 2.0, 2.0);  // a == b and std == 0 are allowed, as in torch
+  CHECK(t(d_in{3}) == 2.0);
+  init::normal(t, 1, -3.0, 0.0);
+  CHECK(t(d_in{0}) == -3.0);
+}
+
 TEST_CASE("nn::init::normal: mean, variance and the one-sigma mass of N(mean, std^2)", "[nn_init]") {
   tensor<double, d_in> t(d_in{n});
   init::normal(t, 12, 3.0, 0.02);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "support.hpp"
@@ -62,6 +63,70 @@ TEST_CASE("reduce: of a lazy expression, NaN propagation, empty dims", "[reduce]
   CHECK(std::isnan(eval(mean<b>(e))(a{0})));
   REQUIRE_THROWS_WITH(max<b>(e), Catch::Contains("'b'") && Catch::Contains("extent 0"));
   REQUIRE_THROWS_WITH(min<b>(e), Catch::Contains("'b'") && Catch::Contains("extent 0"));
+}
+
+TEST_CASE("reduce: max and min of integer tensors start from the type's extremes", "[reduce]") {
+  // Rows of negatives only (max must not be 0) and positives only (min must
+  // not be 0), and the int64 extremes themselves; hand-computed.
+  tensor<std::int64_t, a, b> t(a{3}, b{3});
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t v[3][3] = {{-3, -5, -1}, {4, 2, 7}, {lo, hi, 0}};
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j) t(a{i}, b{j}) = v[i][j];
+  CHECK(test::flat(eval(max<b>(t))) == std::vector<double>{-1.0, 7.0, double(hi)});
+  CHECK(test::flat(eval(min<b>(t))) == std::vector<double>{-5.0, 2.0, double(lo)});
+  auto m = eval(max<b>(t));
+  CHECK(m(a{2}) == hi);
+  CHECK(eval(min<b>(t))(a{2}) == lo);
+  tensor<int, a, b> small(a{1}, b{2});
+  small(a{0}, b{0}) = -7;
+  small(a{0}, b{1}) = -9;
+  CHECK(eval(reduce<"a b -> a", "max">(small))(a{0}) == -7);
+  small(a{0}, b{0}) = 7;
+  small(a{0}, b{1}) = 9;
+  CHECK(eval(reduce<"a b -> a", "min">(small))(a{0}) == 7);
+}
+
+TEST_CASE("reduce: sums and products of bools and narrow integers are int64", "[reduce]") {
+  // torch.sum / torch.prod of bool, uint8, int32 give int64; hand-computed.
+  tensor<std::uint8_t, a, b> img(a{2}, b{3});
+  const std::uint8_t px[6] = {200, 255, 201, 0, 3, 1};
+  for (std::size_t i = 0; i < 6; ++i) img.data()[i] = px[i];
+  auto s = eval(sum<b>(img));
+  static_assert(std::is_same_v<value_type_of_t<decltype(s)>, std::int64_t>);
+  CHECK(test::flat(s) == std::vector<double>{656.0, 4.0});
+  CHECK(test::flat(eval(reduce<"a b -> b", "sum">(img))) == std::vector<double>{200.0, 258.0, 202.0});
+  auto p = eval(prod<b>(img));
+  static_assert(std::is_same_v<value_type_of_t<decltype(p)>, std::int64_t>);
+  CHECK(test::flat(p) == std::vector<double>{200.0 * 255 * 201, 0.0});
+  tensor<std::int32_t, a> big(a{3});
+  big.fill(std::int32_t{2000000000});
+  CHECK(eval(sum<a>(big))() == std::int64_t{6000000000});
+  tensor<std::int32_t, a> two(a{2});
+  two.fill(std::int32_t{100000});
+  CHECK(eval(reduce<"a -> ", "prod">(two))() == std::int64_t{10000000000});
+}
+
+TEST_CASE("reduce: a sum of bools counts in int64, a mean of integers is a double", "[reduce]") {
+  // torch.sum of a bool tensor is an int64 count; numpy's mean of integers
+  // is float64 (hand-computed: (-3 - 5 - 1) / 3 = -3, (4 + 2 + 7) / 3).
+  tensor<int, a, b> t(a{2}, b{3});
+  const int v[2][3] = {{-3, -5, -1}, {4, 2, 7}};
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) t(a{i}, b{j}) = v[i][j];
+  auto count = eval(sum<b>(t > 0));
+  static_assert(std::is_same_v<value_type_of_t<decltype(count)>, std::int64_t>);
+  CHECK(test::flat(count) == std::vector<double>{0.0, 3.0});
+  CHECK(test::flat(eval(reduce<"a b -> b", "sum">(t < 3))) == std::vector<double>{1.0, 2.0, 1.0});
+  auto m = eval(mean<b>(t));
+  static_assert(std::is_same_v<value_type_of_t<decltype(m)>, double>);
+  CHECK(test::flat(m) == std::vector<double>{-3.0, 13.0 / 3.0});
+  CHECK(test::flat(eval(reduce<"a b -> b", "mean">(t))) == std::vector<double>{0.5, -1.5, 3.0});
+  CHECK(eval(mean<a, b>(t > 0))() == 0.5);
+  tensor<int, a, b> empty(a{2}, b{0});  // was an integer division by zero
+  auto me = eval(mean<b>(empty));
+  CHECK(std::isnan(me(a{0})));
+  CHECK(std::isnan(me(a{1})));
 }
 
 // prod, any, all, logsumexp against plain loops (logsumexp's loop in long
@@ -201,6 +266,31 @@ DIMSUM_DIM(d);
 
 using einops_fixture::expect_near;
 using einops_fixture::load;
+
+TEST_CASE("reduce: a fold visits each position's elements in row-major order of the reduced dims", "[reduce][pattern]") {
+  // acc * 10 + v is not commutative: the result spells the visiting order.
+  // Reduced dims (c, a) listed against the operand's order, on a transposed
+  // view; plain loops give the expected digits.
+  tensor<double, a, b, c> t(a{2}, b{3}, c{3});
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t k = 0; k < 3; ++k) t(a{i}, b{j}, c{k}) = double((i + 2 * j + k) % 10);
+  const auto tv = reorder<dim_list<c, b, a>>(t);
+  auto digits = eval(reduce<"c b a -> b">(tv, fold{[](double acc, double v) { return acc * 10 + v; }, 0.0}));
+  for (std::size_t j = 0; j < 3; ++j) {
+    double want = 0;
+    for (std::size_t k = 0; k < 3; ++k)
+      for (std::size_t i = 0; i < 2; ++i) want = want * 10 + t(a{i}, b{j}, c{k});
+    CHECK(digits(b{j}) == want);
+  }
+  // any stops at the first nonzero; the next position must still start at
+  // its own first element.
+  tensor<double, a, b, c> z(a{2}, b{3}, c{3});
+  z(a{0}, b{0}, c{0}) = 1;
+  z(a{1}, b{2}, c{2}) = 1;
+  CHECK(test::flat(eval(any<a, c>(z))) == std::vector<double>{1, 0, 1});
+  CHECK(test::flat(eval(all<c, a>(z == 0.0))) == std::vector<double>{0, 1, 0});
+}
 
 TEST_CASE("reduce pattern: 2x3 max pooling by split groups", "[reduce][pattern]") {
   // Group labels named like the dims they split are new dims: (h h2) splits

@@ -124,6 +124,28 @@ TEST_CASE("repeat pattern: size-1 axes in and out", "[repeat][pattern]") {
   CHECK_THROWS_WITH((repeat<"1 d -> batch d">(z, batch{2})), Catch::Contains("'n'") && Catch::Contains("size-1"));
 }
 
+TEST_CASE("repeat pattern: a size-1 dim the pattern drops comes back as a new dim (torch's expand)", "[repeat][pattern]") {
+  // einops repeat(x, "1 n d -> b n d", b=4) on x of shape (1, n, d) whose
+  // size-1 dim is itself named batch: the pattern drops it (`1`, `()` or
+  // `batch()`), so batch is a new dim with the extent given. Plain loops.
+  tensor<double, batch, posn, feat> x(batch{1}, posn{2}, feat{3});
+  test::fill_pattern(x);
+  auto check = [&](const auto& r) {
+    static_assert(has_dims<std::remove_cvref_t<decltype(r)>, batch, posn, feat>);
+    REQUIRE(extent<batch>(r) == 4);
+    for (std::size_t b = 0; b < 4; ++b)
+      for (std::size_t p = 0; p < 2; ++p)
+        for (std::size_t f = 0; f < 3; ++f) CHECK(r(batch{b}, posn{p}, feat{f}) == x(batch{0}, posn{p}, feat{f}));
+  };
+  check(eval(repeat<"1 posn feat -> batch posn feat">(x, batch{4})));
+  check(eval(repeat<"() posn feat -> batch posn feat">(x, batch{4})));
+  check(eval(repeat<"batch() posn feat -> batch posn feat">(x, batch{4})));
+  // batch must still be of extent 1 to be dropped.
+  tensor<double, batch, posn, feat> two(batch{2}, posn{2}, feat{3});
+  CHECK_THROWS_WITH((repeat<"1 posn feat -> batch posn feat">(two, batch{4})),
+                    Catch::Contains("'batch'") && Catch::Contains("size-1"));
+}
+
 TEST_CASE("repeat pattern: with ... and empty extents", "[repeat][pattern]") {
   const auto x = load<tensor<double, n, d>>("repeat_new_axis_x");
   auto y = repeat<"... d -> ... r d">(x, r{3});

@@ -193,6 +193,16 @@ template <class Arg, class Dims>
 struct argument_is_not_a_dim_of_the_tensor {
   static_assert(detail::always_false<Arg, Dims>, "dimsum: argument names a dim that the tensor does not have");
 };
+template <class Dim, class Dims>
+struct extent_of_a_dim_that_the_tensor_does_not_have {
+  static_assert(detail::always_false<Dim, Dims>, "dimsum: extent<D> of a dim that the tensor does not have");
+};
+template <class Arg, class Position, class Dims>
+struct extents_and_indices_are_given_by_name {
+  static_assert(detail::always_false<Arg, Position, Dims>,
+                "dimsum: extents and indices are given by name, not by position, e.g. tensor<float, batch, posn> "
+                "x(batch{2}, posn{3}) and x(batch{0}, posn{1}); a plain number names no dim");
+};
 template <class Arg, class Dims>
 struct argument_names_a_dim_twice {
   static_assert(detail::always_false<Arg, Dims>, "dimsum: argument list names the same dim twice");
@@ -206,6 +216,12 @@ template <class Target, class Source>
 struct assignment_between_different_dims {
   static_assert(detail::always_false<Target, Source>,
                 "dimsum: assigning an expression to a tensor needs the same dims (in any order)");
+};
+template <class Asked, class Dims>
+struct reorder_needs_the_same_dims {
+  static_assert(detail::always_false<Asked, Dims>,
+                "dimsum: reorder needs the same dims in another order; the first argument lists the order asked for, "
+                "the second the expression's dims");
 };
 template <class Rank, class Dims>
 struct named_rank_does_not_match_dims {
@@ -271,6 +287,11 @@ struct rename_source_is_not_a_dim_of_the_tensor {
 template <class To, class Dims>
 struct rename_target_is_already_a_dim_of_the_tensor {
   static_assert(detail::always_false<To, Dims>, "dimsum: rename to a name that the tensor already has");
+};
+template <class From, class FromExtent, class To, class ToExtent>
+struct rename_target_has_another_static_extent {
+  static_assert(detail::always_false<From, FromExtent, To, ToExtent>,
+                "dimsum: rename to a dim whose static extent differs from the renamed dim's");
 };
 
 template <class Dim, class Dims>

@@ -295,6 +295,13 @@ struct result<Tn, std::tuple<Ps...>> {
   using type = sharded<Tn, Ps...>;
   static type make(Tn t, std::shared_ptr<mesh_comms> c) { return type(std::move(t), std::move(c)); }
 };
+// The local operation already reported its mistake (an einsum label, a
+// rename, ...): pass it on, so that the mistake stays one error.
+template <class... Ps>
+struct result<invalid_expression, std::tuple<Ps...>> {
+  using type = invalid_expression;
+  static type make(invalid_expression, const std::shared_ptr<mesh_comms>&) { return {}; }
+};
 template <class Tn, class Tuple>
 auto make_result(Tn t, const std::shared_ptr<mesh_comms>& c) {
   return result<Tn, Tuple>::make(std::move(t), c);
@@ -765,6 +772,15 @@ constexpr int full_value_problem() {
     if (I::splits[i] && ((I::dims[i] == Need::name.view()) || ...)) return 2;
   return 0;
 }
+/// The index in All of the first split whose dim the result (dims Out)
+/// lacks, or All's size.
+template <class Out, class All>
+constexpr std::size_t dropped_split() {
+  using I = placement_info<All>;
+  for (std::size_t i = 0; i < I::size; ++i)
+    if (I::splits[i] && dimsum::detail::find_name(Out::names, I::dims[i]) == dimsum::detail::npos) return i;
+  return I::size;
+}
 template <class Tuple, dimension... Need>
 constexpr std::size_t split_need_index() {
   using I = placement_info<Tuple>;
@@ -784,8 +800,17 @@ auto on_full_value(const S& s, F&& f) {
     dimsum::detail::report<operation_over_a_sharded_dim<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, Op>>();
     return invalid_expression{};
   } else {
-    auto local = dimsum::eval(f(s.local()));
-    return make_result<decltype(local), Ps>(std::move(local), s.comms());
+    using Local = decltype(dimsum::eval(f(s.local())));
+    constexpr std::size_t dropped = dropped_split<dims_of_t<Local>, Ps>();
+    if constexpr (!is_invalid_v<Local> && dropped != std::tuple_size_v<Ps>) {
+      // f reduced (or renamed) a dim each rank holds only a block of
+      using P = std::tuple_element_t<dropped, Ps>;
+      dimsum::detail::report<operation_over_a_sharded_dim<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, Op>>();
+      return invalid_expression{};
+    } else {
+      Local local = dimsum::eval(f(s.local()));
+      return make_result<Local, Ps>(std::move(local), s.comms());
+    }
   }
 }
 }  // namespace detail
@@ -832,18 +857,6 @@ auto map(F&& f, const sharded<Tn, Ps...>& s) {
   return detail::on_full_value<op_map, sharded<Tn, Ps...>>(s, std::forward<F>(f));
 }
 
-namespace detail {
-/// The index in All of the first split whose dim the result (dims Out)
-/// lacks, or All's size.
-template <class Out, class All>
-constexpr std::size_t dropped_split() {
-  using I = placement_info<All>;
-  for (std::size_t i = 0; i < I::size; ++i)
-    if (I::splits[i] && dimsum::detail::find_name(Out::names, I::dims[i]) == dimsum::detail::npos) return i;
-  return I::size;
-}
-}  // namespace detail
-
 /// f applied to the local blocks of several operands (sharded values,
 /// replicated tensors, scalars), e.g. a whole attention on each rank's
 /// heads, which then runs as one fused pass: `dist::map([&](const auto& q,
@@ -872,7 +885,7 @@ auto map(F&& f, const A& a, const B& b, const Rest&... rest) {
     using Local = decltype(dimsum::eval(f(detail::local_of(a), detail::local_of(b), detail::local_of(rest)...)));
     using Splits = typename detail::dedup<std::tuple<>, All>::type;
     constexpr std::size_t dropped = detail::dropped_split<dims_of_t<Local>, Splits>();
-    if constexpr (dropped != std::tuple_size_v<Splits>) {
+    if constexpr (!is_invalid_v<Local> && dropped != std::tuple_size_v<Splits>) {
       using P = std::tuple_element_t<dropped, Splits>;
       dimsum::detail::report<operation_over_a_sharded_dim<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, op_map>>();
       return invalid_expression{};

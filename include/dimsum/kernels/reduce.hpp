@@ -3,7 +3,8 @@
 /// The reduction kernel: sum, max, min or mean over some axes of a strided
 /// block, over extents and strides (never names). NaN propagates through
 /// max and min as in PyTorch; an empty reduction gives the operation's
-/// identity (0, -inf, +inf) and mean NaN (0 / 0). Sums and means of float
+/// identity (0, -inf, +inf; an integer type's lowest and largest value)
+/// and mean NaN (0 / 0). Sums and means of float
 /// and double run vectorised where the memory allows: over contiguous rows
 /// (layer norm's statistics, softmax's backward) and down contiguous
 /// columns (a bias gradient summed over batch and positions); everything
@@ -137,8 +138,11 @@ void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::
   while (true) {
     std::ptrdiff_t o = 0;
     for (std::size_t l = 0; l < n_out; ++l) o += static_cast<std::ptrdiff_t>(idx[l]) * out_strides[l];
-    T acc = op == reduce_op::max   ? -std::numeric_limits<T>::infinity()
-            : op == reduce_op::min ? std::numeric_limits<T>::infinity()
+    // The identity of max and min: +-inf, or the type's extremes for
+    // integers (whose infinity() is 0).
+    using limits = std::numeric_limits<T>;
+    T acc = op == reduce_op::max   ? (limits::has_infinity ? -limits::infinity() : limits::lowest())
+            : op == reduce_op::min ? (limits::has_infinity ? limits::infinity() : limits::max())
                                    : T(0);
     if (count > 0) {  // otherwise the input is empty and `in` may be null
       const T* base = in;

@@ -56,6 +56,18 @@ using output_dims_t = union_t<without_t<LS, dim_list<KP>>, without_t<LV, dim_lis
 template <class X>
 concept attention_input = named_expression<X> || grad::detail::var_like<X>;
 
+/// Whether M is an attention mask of bool values (or no mask). A mask of
+/// numbers is refused at compile time rather than read as `mask != 0`: a
+/// float mask in PyTorch is usually additive (0 where attending is allowed,
+/// -inf where not), which that reading would silently invert.
+template <class M>
+constexpr bool mask_is_bool() {
+  if constexpr (std::is_same_v<M, no_mask> || !named_expression<M>)
+    return true;  // no mask; a non-expression is reported by masked_fill
+  else
+    return std::is_same_v<std::remove_cv_t<value_type_of_t<M>>, bool>;
+}
+
 /// The tape of the first var among xs (a var on no tape: `grad::tape_error`).
 template <class X, class... Xs>
 grad::tape& tape_of_first_var(std::string_view module, const X& x, const Xs&... xs) {
@@ -94,6 +106,9 @@ auto dot_product_attention(const Q& q, const K& k, const V& v, const M& mask = {
     return invalid_expression{};
   } else if constexpr (QP::name.view() == KP::name.view()) {
     dimsum::detail::report<attention_query_and_key_positions_share_a_name<diagnostic_name_t<QP>>>();
+    return invalid_expression{};
+  } else if constexpr (!detail::mask_is_bool<M>()) {
+    report<masked_fill_mask_is_not_boolean<value_type_of_t<M>>>();
     return invalid_expression{};
   } else {
     const T scale = static_cast<T>(std::sqrt(double(extent<D>(q))));
@@ -217,6 +232,9 @@ struct multi_head_attention {
       if constexpr (!same_name_set_v<LV, dim_list<Batch, KSeq, Emb>>) {
         report<tensor_dims_are_not_the_required_dims<
             dims<diagnostic_name_t<Batch>, diagnostic_name_t<KSeq>, diagnostic_name_t<Emb>>, diagnostic_dims_t<LV>>>();
+        return invalid_expression{};
+      } else if constexpr (!detail::mask_is_bool<M>()) {
+        report<masked_fill_mask_is_not_boolean<value_type_of_t<M>>>();
         return invalid_expression{};
       } else if constexpr (grad::detail::any_var_v<Q, K, V>) {
         trace<Batch, QSeq, KSeq>* keep = nullptr;

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include <boost/hana/define_struct.hpp>
 
@@ -66,12 +68,27 @@ struct embedding {
     return out;
   }
 
+  /// The same for ids given as any other named expression, evaluated
+  /// first: a view such as `slice<posn>(ids, t0, t1)` (nanoGPT's
+  /// `wte(idx[:, -block_size:])`), a rename, a lazy expression.
+  template <named_expression E>
+    requires(!init::detail::is_tensor_v<std::remove_cvref_t<E>>)
+  auto operator()(E&& ids) const {
+    return (*this)(eval(std::forward<E>(ids)));
+  }
+
   /// The same on tape t, with `weight` watched: a var with dims Ds..., Emb
   /// whose backward accumulates into `weight.grad` (PyTorch's `wte(ids)` in
   /// a training loop; the ids are integers, so they are not a var).
   template <class I, dimension... Ds>
   auto operator()(grad::tape& t, const tensor<I, Ds...>& ids) {
     return lookup<Vocab>(t.watch(weight), ids);
+  }
+  /// The same on tape t for ids given as any other named expression.
+  template <named_expression E>
+    requires(!init::detail::is_tensor_v<std::remove_cvref_t<E>>)
+  auto operator()(grad::tape& t, E&& ids) {
+    return (*this)(t, eval(std::forward<E>(ids)));
   }
 };
 

@@ -19,8 +19,10 @@
 #include <cstdint>
 #include <numbers>
 #include <random>
+#include <string>
 #include <type_traits>
 
+#include <dimsum/core/errors.hpp>
 #include <dimsum/grad/parameter.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
@@ -89,6 +91,9 @@ std::size_t fan(const X& x) {
 /// generator seeded with `seed`.
 template <initialisable X>
 void uniform(X& x, generator& g, double a = 0.0, double b = 1.0) {
+  if (!(a <= b && std::isfinite(a) && std::isfinite(b)))  // as torch's uniform_
+    throw error("nn::init::uniform: needs finite bounds a <= b, got a = " + std::to_string(a) +
+                ", b = " + std::to_string(b));
   detail::fill_with(x, [&] { return a + (b - a) * g.uniform(); });
 }
 template <initialisable X>
@@ -100,6 +105,8 @@ void uniform(X& x, std::uint64_t seed, double a = 0.0, double b = 1.0) {
 /// N(mean, std^2) entries (`nn.init.normal_`).
 template <initialisable X>
 void normal(X& x, generator& g, double mean = 0.0, double std = 1.0) {
+  if (!(std >= 0.0))  // as torch's normal_
+    throw error("nn::init::normal: needs std >= 0, got " + std::to_string(std));
   detail::fill_with(x, [&] { return mean + std * g.normal(); });
 }
 template <initialisable X>

@@ -16,6 +16,7 @@
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/plan/fusion_traits.hpp>
+#include <dimsum/tensor/named_access.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -80,8 +81,10 @@ class relative_positions_expr : public expression_tag {
   const std::array<std::size_t, 2>& extents() const { return extents_; }
   /// The position of query 0 when key 0 is at position 0.
   std::size_t offset() const { return offset_; }
-  /// The distance of key j from query i, `j - (i + offset)`, by name.
+  /// The distance of key j from query i, `j - (i + offset)`, by name; an
+  /// index past its dim's extent throws `shape_error`, as a tensor's does.
   T operator()(const Q& i, const K& j) const {
+    detail::offset_from_indices<dims>(extents_, std::array<std::ptrdiff_t, 2>{}, i, j);
     return static_cast<T>(static_cast<double>(j.value) - static_cast<double>(i.value + offset_));
   }
   T operator()(const K& j, const Q& i) const { return (*this)(i, j); }

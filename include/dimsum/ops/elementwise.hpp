@@ -57,8 +57,10 @@ struct minus { static constexpr const char* name = "element-wise -"; template <c
 struct multiplies { static constexpr const char* name = "element-wise *"; template <class A, class B> auto operator()(A a, B b) const { return a * b; } };
 struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { return a / b; } };
 struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return -a; } };
-struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> A operator()(A a) const { return std::exp(a); } };
-struct sqrt { static constexpr const char* name = "sqrt"; template <class A> A operator()(A a) const { return std::sqrt(a); } };
+// exp and sqrt of an integer are double (std::exp's type), as the other
+// math functions' (ops/math.hpp), not truncated back to the integer.
+struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> auto operator()(A a) const { return std::exp(a); } };
+struct sqrt { static constexpr const char* name = "sqrt"; template <class A> auto operator()(A a) const { return std::sqrt(a); } };
 struct less { static constexpr const char* name = "<"; template <class A, class B> bool operator()(A a, B b) const { return a < b; } };
 struct less_equal { static constexpr const char* name = "<="; template <class A, class B> bool operator()(A a, B b) const { return a <= b; } };
 struct greater { static constexpr const char* name = ">"; template <class A, class B> bool operator()(A a, B b) const { return a > b; } };
@@ -257,15 +259,21 @@ decltype(auto) as_expression(X&& x) {
   else
     return scalar_expr<T>(static_cast<T>(x));
 }
-// The value type a scalar adopts next to an expression: the expression's
-// (a float tensor times 0.5 stays float, as in PyTorch).
+// The value type a scalar S adopts next to an expression of value type V:
+// V (a float tensor times 0.5 stays float, as in PyTorch), except that a
+// floating-point scalar next to an integer or bool expression keeps its
+// type, so `ids * 0.5` and `ids > 0.5` compute in floating point, as
+// PyTorch promotes, instead of truncating 0.5 to 0.
+template <class V, class S>
+using adopted_value_t =
+    std::conditional_t<std::is_integral_v<V> && std::is_floating_point_v<std::remove_cvref_t<S>>, std::remove_cvref_t<S>, V>;
 template <class A, class B>
 struct operand_value {
-  using type = value_type_of_t<B>;
+  using type = adopted_value_t<value_type_of_t<B>, A>;
 };
 template <named_expression A, class B>
 struct operand_value<A, B> {
-  using type = value_type_of_t<A>;
+  using type = adopted_value_t<value_type_of_t<A>, B>;
 };
 template <class A, class B>
 using operand_value_t = typename operand_value<A, B>::type;
@@ -376,6 +384,25 @@ DIMSUM_BINARY_OPERATOR_(&&, logical_and)
 DIMSUM_BINARY_OPERATOR_(||, logical_or)
 #undef DIMSUM_BINARY_OPERATOR_
 
+/// Compound assignment to a tensor, PyTorch's `t += e`: `t = t + e` (and
+/// `-=`, `*=`, `/=`), so e (a named expression or a scalar) broadcasts by name
+/// into t's dims under the rules of `+`; an e that would add a dim to t is
+/// the compile error `assignment_between_different_dims`, another value type
+/// `value_type_mismatch`. The result is evaluated into a fresh buffer that t
+/// then takes, so e may read t.
+#define DIMSUM_COMPOUND_ASSIGNMENT_(sym, functor)                       \
+  template <class T, dimension... Ds, class E>                          \
+    requires(named_expression<E> || scalar<E>)                          \
+  tensor<T, Ds...>& operator sym(tensor<T, Ds...>& t, E&& e) {          \
+    t = detail::binary<ops::functor>(t, std::forward<E>(e));            \
+    return t;                                                           \
+  }
+DIMSUM_COMPOUND_ASSIGNMENT_(+=, plus)
+DIMSUM_COMPOUND_ASSIGNMENT_(-=, minus)
+DIMSUM_COMPOUND_ASSIGNMENT_(*=, multiplies)
+DIMSUM_COMPOUND_ASSIGNMENT_(/=, divides)
+#undef DIMSUM_COMPOUND_ASSIGNMENT_
+
 /// Unary minus.
 template <named_expression E>
 auto operator-(E&& e) {
@@ -402,12 +429,27 @@ auto cast(E&& e) {
   return detail::make_elementwise<true>(ops::cast<T>{}, std::forward<E>(e));
 }
 
+namespace detail {
+// The value type where's scalar operands take: the other operand's (as for
+// a + b), or, when both are scalars (`where(c, 1.0f, 0.0f)`), their common type.
+template <class A, class B>
+struct where_value {
+  using type = std::common_type_t<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
+};
+template <class A, class B>
+  requires named_expression<A> || named_expression<B>
+struct where_value<A, B> {
+  using type = typename std::conditional_t<named_expression<A>, operand_value<A, B>, operand_value<B, A>>::type;
+};
+}  // namespace detail
+
 /// `a` where `cond` is true, else `b`; the dims are cond's, then a's, then
-/// b's new ones, with the strict broadcasting rule between them.
+/// b's new ones, with the strict broadcasting rule between them. a and b may
+/// both be scalars (`where(x > 0.0f, 1.0f, 0.0f)`: cond's dims).
 template <named_expression C, class A, class B>
   requires(named_expression<A> || scalar<A>) && (named_expression<B> || scalar<B>)
 auto where(C&& cond, A&& a, B&& b) {
-  using T = typename std::conditional_t<named_expression<A>, detail::operand_value<A, B>, detail::operand_value<B, A>>::type;
+  using T = typename detail::where_value<A, B>::type;
   return detail::make_elementwise<true>(ops::where{}, std::forward<C>(cond), detail::as_expression<A, T>(std::forward<A>(a)),
                                         detail::as_expression<B, T>(std::forward<B>(b)));
 }

@@ -91,11 +91,12 @@ struct maximum : extremum<true> { static constexpr const char* name = "maximum";
 struct clamp {
   static constexpr const char* name = "clamp";
   template <class A, class L, class H>
-  A operator()(A x, L lo_in, H hi_in) const {
-    const A lo = static_cast<A>(lo_in), hi = static_cast<A>(hi_in);
-    if constexpr (std::is_floating_point_v<A>)
-      if (x != x || lo != lo || hi != hi) return std::numeric_limits<A>::quiet_NaN();
-    const A r = x < lo ? lo : x;
+  auto operator()(A x_in, L lo_in, H hi_in) const {
+    using C = std::common_type_t<A, L, H>;
+    const C x = static_cast<C>(x_in), lo = static_cast<C>(lo_in), hi = static_cast<C>(hi_in);
+    if constexpr (std::is_floating_point_v<C>)
+      if (x != x || lo != lo || hi != hi) return std::numeric_limits<C>::quiet_NaN();
+    const C r = x < lo ? lo : x;
     return hi < r ? hi : r;
   }
 };
@@ -182,7 +183,7 @@ auto maximum(A&& a, B&& b) {
 template <named_expression X, class L, class H>
   requires(named_expression<L> || scalar<L>) && (named_expression<H> || scalar<H>)
 auto clamp(X&& x, L&& lo, H&& hi) {
-  using T = value_type_of_t<X>;
+  using T = detail::adopted_value_t<detail::adopted_value_t<value_type_of_t<X>, L>, H>;
   return detail::make_elementwise<true>(ops::clamp{}, std::forward<X>(x), detail::as_expression<L, T>(std::forward<L>(lo)),
                                         detail::as_expression<H, T>(std::forward<H>(hi)));
 }

@@ -6,16 +6,20 @@
 /// in t's order; reducing over a dim t lacks is a compile error. max and min
 /// over an empty dim throw `shape_error` (as PyTorch does); mean over an
 /// empty dim gives NaN; prod gives 1, any false, all true and logsumexp
-/// -inf there, as in PyTorch.
+/// -inf there, as in PyTorch. The sum and the product of a bool tensor or
+/// of an integer type narrower than 64 bits are int64 (as torch.sum and
+/// torch.prod); the mean of an integer tensor is a double (as numpy's).
 
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include <dimsum/kernels/reduce.hpp>
+#include <dimsum/ops/elementwise.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -156,6 +160,40 @@ struct fold {
 template <class F, class T>
 fold(F, T) -> fold<F, T>;
 
+namespace detail {
+/// The offset of element k of a block (extents, strides; row-major, the
+/// last dim fastest). Reading k right after k - 1 (as every reduction
+/// does, logsumexp in two passes) steps an odometer; any other k is
+/// decomposed afresh.
+template <std::size_t R>
+struct reduced_offsets {
+  std::array<std::size_t, R> extents{};
+  std::array<std::ptrdiff_t, R> strides{};
+  std::array<std::size_t, R> idx{};
+  std::size_t next = 0;
+  std::ptrdiff_t off = 0;
+
+  std::ptrdiff_t offset(std::size_t k) {
+    if (k != next) {
+      off = 0;
+      for (std::size_t i = R, r = k; i-- > 0; r /= extents[i]) {
+        idx[i] = r % extents[i];
+        off += static_cast<std::ptrdiff_t>(idx[i]) * strides[i];
+      }
+    }
+    const std::ptrdiff_t o = off;
+    for (std::size_t i = R; i-- > 0;) {
+      off += strides[i];
+      if (++idx[i] < extents[i]) break;
+      off -= static_cast<std::ptrdiff_t>(extents[i]) * strides[i];
+      idx[i] = 0;
+    }
+    next = k + 1;
+    return o;
+  }
+};
+}  // namespace detail
+
 /// A lazy reduction of E over the dims in Reduced (a dim_list) by a
 /// reduction functor (`reductions::prod`, `any`, `all`, `logsumexp`, or a
 /// `fold`): `op.reduce<T>(n, read)` folds the n elements
@@ -191,21 +229,15 @@ class reduction_expr : public expression_tag {
     const auto in_st = src.strides();
     for (std::size_t i = 0; i < rank; ++i)
       if (in_ext[out_pos[i]] == 0) return;
-    // The offsets of one output position's elements, in row-major order of
-    // the reduced dims (none when a reduced dim is empty).
-    std::array<std::size_t, Reduced::size> red_ext{};
-    for (std::size_t i = 0; i < Reduced::size; ++i) red_ext[i] = in_ext[red_pos[i]];
-    std::vector<std::ptrdiff_t> offsets(detail::checked_product(red_ext.data(), Reduced::size));
-    std::array<std::size_t, Reduced::size> r{};
-    for (std::size_t k = 0; k < offsets.size(); ++k) {
-      std::ptrdiff_t o = 0;
-      for (std::size_t i = 0; i < Reduced::size; ++i) o += static_cast<std::ptrdiff_t>(r[i]) * in_st[red_pos[i]];
-      offsets[k] = o;
-      for (std::size_t i = Reduced::size; i-- > 0;) {
-        if (++r[i] < red_ext[i]) break;
-        r[i] = 0;
-      }
+    // One output position's elements, in row-major order of the reduced
+    // dims, read through an odometer: no table of offsets (which took 8
+    // bytes per reduced element).
+    detail::reduced_offsets<Reduced::size> reader{};
+    for (std::size_t i = 0; i < Reduced::size; ++i) {
+      reader.extents[i] = in_ext[red_pos[i]];
+      reader.strides[i] = in_st[red_pos[i]];
     }
+    const std::size_t count = detail::checked_product(reader.extents.data(), Reduced::size);
     std::array<std::size_t, rank> idx{};
     while (true) {
       // An integer offset: a source empty along a reduced dim has no
@@ -216,7 +248,7 @@ class reduction_expr : public expression_tag {
         base += static_cast<std::ptrdiff_t>(idx[i]) * in_st[out_pos[i]];
         out += static_cast<std::ptrdiff_t>(idx[i]) * dst.strides[i];
       }
-      *out = op_.template reduce<T>(offsets.size(), [&](std::size_t k) { return src.data()[base + offsets[k]]; });
+      *out = op_.template reduce<T>(count, [&](std::size_t k) { return src.data()[base + reader.offset(k)]; });
       std::size_t d = rank;
       while (true) {
         if (d == 0) return;
@@ -272,6 +304,20 @@ auto make_reduction_node(E&& e, OpArgs&&... op) {
                        twice != npos) {
     report<reduction_names_a_dim_twice<diagnostic_name_t<at_t<dim_list<Ds...>, twice>>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
+  } else if constexpr ((std::is_same_v<Node, kernel_reduction<kernels::reduce_op::sum>> ||
+                        std::is_same_v<Node, functor_reduction<reductions::prod>>) &&
+                       std::is_integral_v<value_type_of_t<E>> && sizeof(value_type_of_t<E>) < sizeof(std::int64_t)) {
+    // A sum or product of bools or of narrower integers is an int64, as
+    // torch.sum and torch.prod: a count of bools (not a bool "or"), no
+    // wrapping of a uint8 image's sum at 256.
+    return make_reduction_node<Node, decltype(dimsum::cast<std::int64_t>(std::forward<E>(e))), Ds...>(
+        dimsum::cast<std::int64_t>(std::forward<E>(e)));
+  } else if constexpr (std::is_same_v<Node, kernel_reduction<kernels::reduce_op::mean>> &&
+                       std::is_integral_v<value_type_of_t<E>>) {
+    // A mean of integers is a double, as numpy's (torch refuses it): no
+    // truncating division, and NaN over an empty dim, not a division by 0.
+    return make_reduction_node<Node, decltype(dimsum::cast<double>(std::forward<E>(e))), Ds...>(
+        dimsum::cast<double>(std::forward<E>(e)));
   } else {
     return typename Node::template node<dim_list<Ds...>, E>(std::forward<E>(e), std::forward<OpArgs>(op)...);
   }

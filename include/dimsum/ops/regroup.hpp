@@ -293,8 +293,12 @@ class reorder_expr : public expression_tag {
 template <class Out, named_expression E>
 decltype(auto) reorder(E&& e) {
   using L = dims_of_t<E>;
-  static_assert(same_name_set_v<L, Out>, "dimsum: reorder needs the same dims in another order");
-  if constexpr (std::is_same_v<detail::select_t<L, positions_in<Out, L>()>, L>) {
+  if constexpr (is_invalid_v<E>) {
+    return invalid_expression{};
+  } else if constexpr (!same_name_set_v<L, Out>) {
+    detail::report<reorder_needs_the_same_dims<diagnostic_dims_t<Out>, diagnostic_dims_t<L>>>();
+    return invalid_expression{};
+  } else if constexpr (std::is_same_v<detail::select_t<L, positions_in<Out, L>()>, L>) {
     if constexpr (std::is_lvalue_reference_v<E>)
       return static_cast<E>(e);
     else

@@ -74,8 +74,9 @@ auto rename_impl(E&& e) {
     return invalid_expression{};
   } else if constexpr (!detail::static_extents_agree_v<dim_list<detail::at_t<L, index_of<L>(From::name.view())>>,
                                                          dim_list<dimsum::dim<From::name, To::static_extent>>>) {
-    detail::report_static_disagreement<dim_list<detail::at_t<L, index_of<L>(From::name.view())>>,
-                                       dim_list<dimsum::dim<From::name, To::static_extent>>>();
+    detail::report<rename_target_has_another_static_extent<
+        diagnostic_name_t<From>, extent_c<L::static_extents[index_of<L>(From::name.view())]>, diagnostic_name_t<To>,
+        extent_c<To::static_extent>>>();
     return invalid_expression{};
   } else {
     using R = replace_dim_t<L, From, To>;

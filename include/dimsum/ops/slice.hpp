@@ -17,14 +17,12 @@
 namespace dimsum {
 
 namespace detail {
+// Reports D missing from L. Called in the failing branch of
+// `if constexpr (!contains_v<L, D>)`, never as the condition: clang counts a
+// condition whose evaluation fails a static_assert as a second error.
 template <class L, dimension D>
-constexpr auto check_dim_present() {
-  if constexpr (!contains_v<L, D>) {
-    report<argument_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
-    return false;
-  } else {
-    return true;
-  }
+constexpr void report_dim_absent() {
+  report<argument_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
 }
 
 // Views e (a tensor or view) with dim p restricted to [begin, begin + n);
@@ -67,7 +65,10 @@ namespace detail {
 template <dimension D, class E, class I>
 auto select_impl(E&& e, I index) {
   using L = dims_of_t<E>;
-  if constexpr (is_invalid_v<E> || !check_dim_present<L, D>()) {
+  if constexpr (is_invalid_v<E>) {
+    return invalid_expression{};
+  } else if constexpr (!contains_v<L, D>) {
+    report_dim_absent<L, D>();
     return invalid_expression{};
   } else {
     const std::size_t n = e.extents()[index_of<L>(D::name.view())];
@@ -87,7 +88,10 @@ auto select_impl(E&& e, I index) {
 template <dimension D, class E, class B, class En>
 auto slice_impl(E&& e, B first, En last) {
   using L = dims_of_t<E>;
-  if constexpr (is_invalid_v<E> || !check_dim_present<L, D>()) {
+  if constexpr (is_invalid_v<E>) {
+    return invalid_expression{};
+  } else if constexpr (!contains_v<L, D>) {
+    report_dim_absent<L, D>();
     return invalid_expression{};
   } else {
     const std::size_t n = e.extents()[index_of<L>(D::name.view())];

@@ -40,8 +40,12 @@ auto named(X&& x) {
 /// The extent of dim D of a named expression: `extent<posn>(x)`.
 template <dimension D, named_expression E>
 std::size_t extent(const E& e) {
-  static_assert(contains_v<dims_of_t<E>, D>, "dimsum: extent<D>(x) of a dim that x does not have");
-  return e.extents()[index_of<dims_of_t<E>>(D::name.view())];
+  using L = dims_of_t<E>;
+  if constexpr (!contains_v<L, D>)
+    return detail::report<extent_of_a_dim_that_the_tensor_does_not_have<diagnostic_name_t<D>, diagnostic_dims_t<L>>>(),
+           std::size_t{0};
+  else
+    return e.extents()[index_of<L>(D::name.view())];
 }
 
 }  // namespace dimsum

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include <dimsum/core/diagnostics.hpp>
@@ -132,18 +133,43 @@ std::ptrdiff_t offset_from_indices(const std::array<std::size_t, L::size>& ext,
   return off;
 }
 
+/// An argument of a tensor's constructor, factories or element access: a
+/// dim (an extent or an index, by name) or a plain number. A number is
+/// accepted only to be reported (`extents_and_indices_are_given_by_name`),
+/// instead of leaving a PyTorch habit, `x_t x(2, 3)` or `x(0, 1, 2)`, with
+/// "no matching function".
+template <class A>
+concept dim_or_number = dimension<A> || std::is_arithmetic_v<A>;
+
+/// Reports the first plain number among Args (call it when there is one).
+template <class L, class... Args>
+constexpr void report_number_argument() {
+  constexpr std::size_t i = [] {
+    constexpr bool is_dim[] = {dimension<Args>...};
+    std::size_t k = 0;
+    while (is_dim[k]) ++k;
+    return k;
+  }();
+  report<extents_and_indices_are_given_by_name<std::tuple_element_t<i, std::tuple<Args...>>, count_c<i>,
+                                               diagnostic_dims_t<L>>>();
+}
+
 /// Whether element access names every dim of L once (pure condition);
 /// report_indices reports in the failing branch.
 template <class L, class... Is>
 constexpr bool indices_ok() {
-  if constexpr (!named_args_ok_v<L, Is...>)
+  if constexpr (!(dimension<Is> && ...))
+    return false;
+  else if constexpr (!named_args_ok_v<L, Is...>)
     return false;
   else
     return first_unnamed<L, false, Is...>() == npos;
 }
 template <class L, class... Is>
 constexpr void report_indices() {
-  if constexpr (!named_args_ok_v<L, Is...>)
+  if constexpr (!(dimension<Is> && ...))
+    report_number_argument<L, Is...>();
+  else if constexpr (!named_args_ok_v<L, Is...>)
     report_named_args<L, Is...>();
   else
     report<element_access_is_missing_an_index_for<diagnostic_name_t<at_t<L, first_unnamed<L, false, Is...>()>>,

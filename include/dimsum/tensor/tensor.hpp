@@ -38,7 +38,7 @@ class tensor : public expression_tag {
 
   /// A zero-filled tensor; each dynamic dim's extent is given by name, in any
   /// order (`posn{20}, batch{12}`); a static dim may be given if it agrees.
-  template <dimension... Args>
+  template <detail::dim_or_number... Args>
     requires(sizeof...(Args) > 0)
   explicit tensor(const Args&... extents) : tensor(from_extents_tag{}, checked_extents(extents...)) {}
 
@@ -76,15 +76,15 @@ class tensor : public expression_tag {
   tensor& operator=(tensor&&) noexcept = default;
 
   /// Dynamic extents by name, as for the constructor.
-  template <dimension... Args>
+  template <detail::dim_or_number... Args>
   static tensor zeros(const Args&... extents) {
     return tensor(extents...);
   }
-  template <dimension... Args>
+  template <detail::dim_or_number... Args>
   static tensor ones(const Args&... extents) {
     return full(T(1), extents...);
   }
-  template <dimension... Args>
+  template <detail::dim_or_number... Args>
   static tensor full(T value, const Args&... extents) {
     tensor t(from_extents_tag{}, checked_extents(extents...));
     t.fill(value);
@@ -92,7 +92,7 @@ class tensor : public expression_tag {
   }
   /// Samples from N(0, 1) with a seeded std::mt19937_64 (reproducible with
   /// the same standard library).
-  template <dimension... Args>
+  template <detail::dim_or_number... Args>
   static tensor random_normal(std::uint64_t seed, const Args&... extents) {
     tensor t(from_extents_tag{}, checked_extents(extents...));
     std::mt19937_64 gen(seed);
@@ -101,7 +101,7 @@ class tensor : public expression_tag {
     return t;
   }
   /// Samples from U[0, 1) with a seeded std::mt19937_64, like torch.rand.
-  template <dimension... Args>
+  template <detail::dim_or_number... Args>
   static tensor random_uniform(std::uint64_t seed, const Args&... extents) {
     tensor t(from_extents_tag{}, checked_extents(extents...));
     std::mt19937_64 gen(seed);
@@ -142,20 +142,23 @@ class tensor : public expression_tag {
   /// The extent of dim D (by name).
   template <dimension D>
   std::size_t extent() const {
-    static_assert(contains_v<dims, D>, "dimsum: extent<D>() of a dim that the tensor does not have");
-    return storage_.shape()[index_of<dims>(D::name.view())];
+    if constexpr (!contains_v<dims, D>)
+      return detail::report<extent_of_a_dim_that_the_tensor_does_not_have<diagnostic_name_t<D>, diagnostic_dims_t<dims>>>(),
+             std::size_t{0};
+    else
+      return storage_.shape()[index_of<dims>(D::name.view())];
   }
 
   /// The element at the indices given by name, in any order:
   /// `x(posn{3}, batch{0}, d_model{7})`. Bounds are checked.
-  template <dimension... Is>
+  template <detail::dim_or_number... Is>
   T& operator()(const Is&... idx) {
     if constexpr (!detail::indices_ok<dims, Is...>())
       return (detail::report_indices<dims, Is...>(), *data());
     else
       return data()[detail::offset_from_indices<dims>(extents(), strides(), idx...)];
   }
-  template <dimension... Is>
+  template <detail::dim_or_number... Is>
   const T& operator()(const Is&... idx) const {
     return const_cast<tensor&>(*this)(idx...);
   }
@@ -202,9 +205,12 @@ class tensor : public expression_tag {
     return e;
   }
 
-  template <dimension... Args>
+  template <detail::dim_or_number... Args>
   static std::array<std::size_t, rank> checked_extents(const Args&... args) {
-    if constexpr (!detail::named_args_ok_v<dims, Args...>) {
+    if constexpr (!(dimension<Args> && ...)) {
+      detail::report_number_argument<dims, Args...>();
+      return {};
+    } else if constexpr (!detail::named_args_ok_v<dims, Args...>) {
       detail::report_named_args<dims, Args...>();
       return {};
     } else {

@@ -30,12 +30,15 @@ class tensor_view : public expression_tag {
   /// The extent of dim D (by name).
   template <dimension D>
   std::size_t extent() const {
-    static_assert(contains_v<dims, D>, "dimsum: extent<D>() of a dim that the tensor does not have");
-    return extents_[index_of<dims>(D::name.view())];
+    if constexpr (!contains_v<dims, D>)
+      return detail::report<extent_of_a_dim_that_the_tensor_does_not_have<diagnostic_name_t<D>, diagnostic_dims_t<dims>>>(),
+             std::size_t{0};
+    else
+      return extents_[index_of<dims>(D::name.view())];
   }
 
   /// The element at the indices given by name, in any order.
-  template <dimension... Is>
+  template <detail::dim_or_number... Is>
   T& operator()(const Is&... idx) const {
     if constexpr (!detail::indices_ok<dims, Is...>())
       return (detail::report_indices<dims, Is...>(), *data_);

@@ -252,12 +252,15 @@ auto pattern_impl(const Mode& mode, OpsTuple&& ops, const Extras& extras, std::i
         }
         return npos;
       }();
-      // A dim passed after the operand of a repeat that the operand has:
-      // repeating an existing axis.
+      // A dim passed after the operand of a repeat that the operand still
+      // has once the pattern has split its groups and dropped its size-1
+      // axes: repeating an existing axis. (A size-1 dim the pattern drops,
+      // `b() n d -> b n d` or `1 n d -> b n d`, may come back as a new dim
+      // with its extent, as torch's expand; so may a group label.)
       constexpr std::size_t existing_extra = [] {
         if (!Mode::adds_dims) return npos;
         for (std::size_t x = 0; x < XL::size; ++x)
-          if (find_name(L0::names, XL::names[x]) != npos) return x;
+          if (find_name(FlatPool::names, XL::names[x]) != npos && !names_a_group_label<S>(XL::names[x])) return x;
         return npos;
       }();
       constexpr std::size_t unused_extra = [] {
