@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <span>
@@ -34,6 +35,16 @@ class top_k_sampler {
   }
   std::size_t operator()(std::span<const float> logits) {
     if (logits.empty()) throw std::invalid_argument("decode::top_k_sampler: no logits");
+    // As torch.multinomial, refuse what is not a distribution: a NaN or +inf
+    // logit (a diverged model), or every logit -inf. (A NaN would also break
+    // partial_sort's ordering.)
+    bool any_finite = false;
+    for (float l : logits) {
+      if (std::isnan(l) || l == std::numeric_limits<float>::infinity())
+        throw std::invalid_argument("decode::top_k_sampler: a logit is NaN or +inf");
+      any_finite = any_finite || std::isfinite(l);
+    }
+    if (!any_finite) throw std::invalid_argument("decode::top_k_sampler: every logit is -inf");
     const std::size_t k = k_ == 0 ? logits.size() : std::min(k_, logits.size());
     order_.resize(logits.size());
     std::iota(order_.begin(), order_.end(), std::size_t{0});
