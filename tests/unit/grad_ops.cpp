@@ -3,7 +3,8 @@
 // operands and dims summed out of one operand alone; element-wise
 // operations with broadcasting by name and scalars; exp, sqrt; sum, mean,
 // max, min; softmax; causal_mask, masked_fill (fully masked rows
-// included), where; rename, rearrange.
+// included), where; rename, rearrange; extent-1 dims broadcast along several
+// dims with a parameter used twice and x = f(x) in a loop.
 #include "grad_check.hpp"
 
 #include <limits>
@@ -180,4 +181,30 @@ TEST_CASE("grad rename: the gradient is renamed back", "[grad][rename]") {
   auto x = random_parameter<ab_t>(34, 1.0, a{3}, b{4});
   const tensor<double, a, c> w = tensor<double, a, c>::random_normal(35, a{3}, c{4});
   check([&](grad::tape&, auto x) { return loss_of(dimsum::rename<b, c>(x) * w); }, x);
+}
+
+TEST_CASE("grad: extent-1 dims, broadcasting along several dims, a parameter used twice, x = f(x) in a loop",
+          "[grad][elementwise]") {
+  // Shapes the other cases do not use: a (1, 3, 1) parameter, a (1) one
+  // broadcast over two dims and a (1, 1) one over one; each appears
+  // several times in one expression, and a loop reassigns its var.
+  using abc_t = parameter<double, a, b, c>;
+  using cc_t = parameter<double, c>;
+  using ac_t = parameter<double, a, c>;
+  auto x = random_parameter<abc_t>(50, 1.0, a{1}, b{3}, c{1});
+  auto w = random_parameter<cc_t>(51, 1.0, c{1});
+  auto u = random_parameter<ac_t>(52, 1.0, a{1}, c{1});
+  check([](grad::tape&, auto X, auto W, auto U) {
+    return loss_of(X * W + U * X - W * W * U + X / (W * W + 1.0));
+  }, x, w, u);
+  check([](grad::tape&, auto X, auto W, auto U) {
+    auto y = X;
+    for (int i = 0; i < 4; ++i) y = dimsum::tanh(y * W + U) + y;
+    return loss_of(y);
+  }, x, w, u);
+  check([](grad::tape&, auto X, auto W, auto U) {
+    auto y = dimsum::einsum<"a b c, a b c -> b">(X, X);
+    auto z = dimsum::einsum<"a b c, c, a c -> a b">(X, W, U);
+    return loss_of(y) + loss_of(z) + loss_of(dimsum::softmax<c>(X * W)) + loss_of(dimsum::max<b>(X) * U);
+  }, x, w, u);
 }

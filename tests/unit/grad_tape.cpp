@@ -2,6 +2,7 @@
 // accumulation across backward passes, zero_grad, and the run-time misuses.
 #include "grad_check.hpp"
 
+#include <memory>
 #include <type_traits>
 
 using dimsum::parameter;
@@ -214,6 +215,23 @@ TEST_CASE("grad tape: a chain of half a million x = f(x) steps is run and freed 
     t.backward(dimsum::sum<unit>(h));  // d/dw (w + steps * 1e-6) = 1
   }
   CHECK(w.grad(unit{0}) == 1.0);
+  // A var kept after its tape holds its value, not the graph behind it
+  // (which kept every activation alive, and freed the chain recursively
+  // when the var went).
+  grad::var<double, unit> kept;
+  std::weak_ptr<grad::detail::var_node<double, unit>> first;
+  {
+    grad::tape t;
+    auto h = t.watch(w) * 2.0;
+    first = h.node();
+    for (std::size_t i = 0; i < steps; ++i) h = h * 1.0 + 1e-6;
+    t.backward(dimsum::sum<unit>(h));
+    kept = h;
+    CHECK_FALSE(first.expired());
+  }
+  CHECK(first.expired());
+  CHECK(kept.value()(unit{0}) == Approx(1.0 + double(steps) * 1e-6));
+  kept = {};
 }
 
 TEST_CASE("grad tape: watching a lazy expression watches its value, a leaf", "[grad][tape]") {

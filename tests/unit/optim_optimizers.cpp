@@ -292,6 +292,13 @@ TEST_CASE("optim_schedule: hand-computed points") {
   CHECK(no_warmup(0) == 2.0);
   const dimsum::optim::warmup_cosine_schedule bad{.base_lr = 1.0, .warmup_steps = 5, .total_steps = 4};
   CHECK_THROWS_AS(bad(0), dimsum::optim::optimizer_error);
+  // Left out, total_steps was 0 (min_lr at every step: no training) and
+  // base_lr 0 or indeterminate; both are required, as in Hugging Face's
+  // get_cosine_schedule_with_warmup.
+  const dimsum::optim::warmup_cosine_schedule no_total{.base_lr = 1.0, .warmup_steps = 5};
+  CHECK_THROWS_AS(no_total(7), dimsum::optim::optimizer_error);
+  const dimsum::optim::warmup_cosine_schedule no_lr{.warmup_steps = 5, .total_steps = 10};
+  CHECK_THROWS_AS(no_lr(7), dimsum::optim::optimizer_error);
 }
 
 TEST_CASE("optim_seed: splitmix64 and derive_seed are the published, portable functions") {

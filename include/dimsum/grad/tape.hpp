@@ -87,6 +87,9 @@ struct node_base {
   /// Frees the gradient once `propagate` has sent it on (PyTorch frees a
   /// non-leaf's .grad the same way), unless `keep_grad`.
   virtual void release_grad() noexcept = 0;
+  /// Frees the rule and what it holds (its inputs' nodes, saved values):
+  /// called when the tape, which alone can run it, is destroyed.
+  virtual void release_rule() noexcept = 0;
   bool requires_grad = false;
   bool keep_grad = false;  // a watched tensor: `gradient(v)` reads it after backward
 };
@@ -173,6 +176,7 @@ struct var_node final : node_base {
   void propagate() override {
     if (has_grad && rule) rule(grad, value());
   }
+  void release_rule() noexcept override { rule = nullptr; }
   void release_grad() noexcept override {
     if (keep_grad || !has_grad) return;
     // A default tensor is empty when a dim is dynamic (activations have
@@ -301,10 +305,14 @@ class tape {
   tape& operator=(const tape&) = delete;
   ~tape() {
     *handle_ = nullptr;
-    // Newest first: each node's rule holds its inputs, so releasing the
-    // oldest first would free a long chain (x = f(x) a million times) in
-    // one recursion as deep as the chain, which overflows the stack.
-    while (!nodes_.empty()) nodes_.pop_back();
+    // Each node's rule holds its inputs. Dropping the rules first means a
+    // var kept after the step holds its own value, not the whole graph
+    // (which would then be freed by one recursion as deep as the graph);
+    // newest first, so no release frees more than the one node.
+    while (!nodes_.empty()) {
+      nodes_.back()->release_rule();
+      nodes_.pop_back();
+    }
   }
 
   /// What the vars of this tape hold to find it: the tape while it lives,

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <numbers>
 #include <string>
 
@@ -28,14 +29,18 @@ namespace dimsum::optim {
 ///     optim::warmup_cosine_schedule schedule{.base_lr = 3e-4, .warmup_steps = 100, .total_steps = 5000};
 ///     opt.options.lr = schedule(step);
 struct warmup_cosine_schedule {
-  double base_lr;
+  double base_lr = std::numeric_limits<double>::quiet_NaN();  // required
   std::size_t warmup_steps = 0;
-  std::size_t total_steps;
+  std::size_t total_steps = 0;  // required
   double min_lr = 0.0;
 
-  /// The learning rate for step `s`; throws `optimizer_error` if
-  /// `warmup_steps > total_steps`.
+  /// The learning rate for step `s`; throws `optimizer_error` if base_lr
+  /// or total_steps was left out (a schedule that would give min_lr at
+  /// every step, or NaN), or if `warmup_steps > total_steps`.
   double operator()(std::size_t s) const {
+    if (std::isnan(base_lr)) throw optimizer_error("warmup_cosine_schedule: base_lr is required");
+    if (total_steps == 0)
+      throw optimizer_error("warmup_cosine_schedule: total_steps is required (0 would give min_lr at every step)");
     if (warmup_steps > total_steps)
       throw optimizer_error(nn::detail::cat("warmup_cosine_schedule: warmup_steps (", std::to_string(warmup_steps),
                                             ") exceeds total_steps (", std::to_string(total_steps), ")"));
