@@ -333,6 +333,12 @@ struct attention_query_and_key_positions_share_a_name {
       "dimsum: attention needs different dims for query and key positions; rename one, e.g. rename<posn, k_posn>(x)");
 };
 
+template <class T>
+struct where_condition_is_not_boolean {
+  static_assert(detail::always_false<T>,
+                "dimsum: where needs a condition of bool values; compare to get one (where(x > 0.0f, a, b))");
+};
+
 namespace detail {
 /// Positions (in A, in B) of the first shared dim of A and B whose static
 /// extents differ, or {npos, npos}.

@@ -445,13 +445,21 @@ struct where_value<A, B> {
 
 /// `a` where `cond` is true, else `b`; the dims are cond's, then a's, then
 /// b's new ones, with the strict broadcasting rule between them. a and b may
-/// both be scalars (`where(x > 0.0f, 1.0f, 0.0f)`: cond's dims).
+/// both be scalars (`where(x > 0.0f, 1.0f, 0.0f)`: cond's dims). cond must
+/// be of bool values (as torch.where's): a float condition is the compile
+/// error `where_condition_is_not_boolean`, not read as `cond != 0`.
 template <named_expression C, class A, class B>
   requires(named_expression<A> || scalar<A>) && (named_expression<B> || scalar<B>)
 auto where(C&& cond, A&& a, B&& b) {
-  using T = typename detail::where_value<A, B>::type;
-  return detail::make_elementwise<true>(ops::where{}, std::forward<C>(cond), detail::as_expression<A, T>(std::forward<A>(a)),
-                                        detail::as_expression<B, T>(std::forward<B>(b)));
+  if constexpr (!is_invalid_v<C> && !std::is_same_v<std::remove_cv_t<value_type_of_t<C>>, bool>) {
+    detail::report<where_condition_is_not_boolean<value_type_of_t<C>>>();
+    return invalid_expression{};
+  } else {
+    using T = typename detail::where_value<A, B>::type;
+    return detail::make_elementwise<true>(ops::where{}, std::forward<C>(cond),
+                                          detail::as_expression<A, T>(std::forward<A>(a)),
+                                          detail::as_expression<B, T>(std::forward<B>(b)));
+  }
 }
 
 /// The outer product: `a * b` for operands that may share no dim.

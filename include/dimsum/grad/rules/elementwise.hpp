@@ -228,17 +228,22 @@ auto sqrt(V&& v) {
 template <named_expression C, class A, class B>
   requires grad::detail::var_operands<A, B>
 auto where(C&& cond, A&& a0, B&& b0) {
-  auto a = grad::detail::lift(std::forward<A>(a0));
-  auto b = grad::detail::lift(std::forward<B>(b0));
-  auto c = dimsum::eval(std::forward<C>(cond));
-  using T = typename std::conditional_t<grad::detail::var_like<decltype(a)>, decltype(a), decltype(b)>::value_type;
-  return grad::detail::record_op(
-      dimsum::where(c, grad::detail::value_of(a), grad::detail::value_of(b)),
-      [a, b, c](const auto& g, const auto&) {
-        grad::detail::send(a, dimsum::where(c, g, T(0)));
-        grad::detail::send(b, dimsum::where(c, T(0), g));
-      },
-      a, b);
+  if constexpr (!is_invalid_v<C> && !std::is_same_v<std::remove_cv_t<value_type_of_t<C>>, bool>) {
+    dimsum::detail::report<where_condition_is_not_boolean<value_type_of_t<C>>>();
+    return invalid_expression{};
+  } else {
+    auto a = grad::detail::lift(std::forward<A>(a0));
+    auto b = grad::detail::lift(std::forward<B>(b0));
+    auto c = dimsum::eval(std::forward<C>(cond));
+    using T = typename std::conditional_t<grad::detail::var_like<decltype(a)>, decltype(a), decltype(b)>::value_type;
+    return grad::detail::record_op(
+        dimsum::where(c, grad::detail::value_of(a), grad::detail::value_of(b)),
+        [a, b, c](const auto& g, const auto&) {
+          grad::detail::send(a, dimsum::where(c, g, T(0)));
+          grad::detail::send(b, dimsum::where(c, T(0), g));
+        },
+        a, b);
+  }
 }
 
 }  // namespace dimsum
