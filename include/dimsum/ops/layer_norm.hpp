@@ -25,6 +25,13 @@ template <class Dim, class Dims>
 struct layer_norm_dim_is_not_a_dim_of_the_tensor {
   static_assert(detail::always_false<Dim, Dims>, "dimsum: layer_norm over a dim that the tensor does not have");
 };
+/// Checker: layer_norm's weight or bias is a number, not a tensor.
+template <class Weight, class Bias>
+struct layer_norm_weight_and_bias_are_tensors {
+  static_assert(detail::always_false<Weight, Bias>,
+                "dimsum: layer_norm's weight and bias are tensors (or vars) over dims of x, e.g. tensor<float, d_model>; "
+                "without an affine part, pass ones and zeros");
+};
 
 namespace detail {
 /// x normalised over D (xhat, dims L) and the reciprocal standard deviation
@@ -50,12 +57,17 @@ layer_norm_parts<D, T, L> layer_norm_normalise(const tensor_for_t<T, L>& x, doub
 /// Layer normalisation of x over the dim D, scaled by `weight` and shifted
 /// by `bias` (tensors or expressions whose dims are among x's, broadcast by
 /// name); `eps` is added to the variance (torch's default 1e-5). Compile
-/// error `layer_norm_dim_is_not_a_dim_of_the_tensor` if x has no dim D.
-template <dimension D, named_expression X, named_expression W, named_expression B>
+/// error `layer_norm_dim_is_not_a_dim_of_the_tensor` if x has no dim D,
+/// `layer_norm_weight_and_bias_are_tensors` if weight or bias is a number.
+template <dimension D, named_expression X, class W, class B>
+  requires(named_expression<W> || scalar<W>) && (named_expression<B> || scalar<B>)
 auto layer_norm(X&& x, W&& weight, B&& bias, double eps = 1e-5) {
   using T = value_type_of_t<X>;
   using L = dims_of_t<X>;
-  if constexpr (is_invalid_v<X> || is_invalid_v<W> || is_invalid_v<B>) {
+  if constexpr (scalar<W> || scalar<B>) {
+    detail::report<layer_norm_weight_and_bias_are_tensors<std::remove_cvref_t<W>, std::remove_cvref_t<B>>>();
+    return invalid_expression{};
+  } else if constexpr (is_invalid_v<X> || is_invalid_v<W> || is_invalid_v<B>) {
     return invalid_expression{};  // an error already reported
   } else if constexpr (!contains_v<L, D>) {
     detail::report<layer_norm_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
