@@ -101,7 +101,7 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
     nn::for_each_parameter(m, [&](const std::string&, const auto&) { ++visited; });
     if (visited != states.size())
       throw optim::optimizer_error(nn::detail::cat("optimizer state: the module has ", std::to_string(visited),
-                                                   " parameters but the state was made for ",
+                                                   " parameters but the state was created for ",
                                                    std::to_string(states.size())));
     io::detail::for_each_optimizer_entry(
         opt, m, [&](std::size_t i, const std::string& name, const auto& p) -> const auto& { return states.at(i, name, p); },
