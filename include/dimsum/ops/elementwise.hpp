@@ -451,7 +451,7 @@ struct where_value<A, B> {
 template <named_expression C, class A, class B>
   requires(named_expression<A> || scalar<A>) && (named_expression<B> || scalar<B>)
 auto where(C&& cond, A&& a, B&& b) {
-  if constexpr (!is_invalid_v<C> && !std::is_same_v<std::remove_cv_t<value_type_of_t<C>>, bool>) {
+  if constexpr (!is_invalid_v<C> && !bool_valued_v<C>) {
     detail::report<where_condition_is_not_boolean<value_type_of_t<C>>>();
     return invalid_expression{};
   } else {
