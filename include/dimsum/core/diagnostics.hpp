@@ -370,7 +370,7 @@ constexpr void report_static_disagreement() {
 
 }  // namespace detail
 
-// --- calls of the wrong form (stack, map) ---
+// --- calls of the wrong form (stack, map, !x) ---
 /// Value types in a diagnostic: `values<float, int>`.
 template <class... Ts>
 struct values {};
@@ -385,6 +385,11 @@ struct map_function_cannot_take_one_value_of_each_operand {
   static_assert(detail::always_false<Count, ValueTypes, Dims...>,
                 "dimsum: map(f, x...) calls f with one value of each operand: f must take that many parameters "
                 "(the count), of the operands' value types");
+};
+template <class ValueType, class Dims>
+struct logical_not_needs_bool_values {
+  static_assert(detail::always_false<ValueType, Dims>,
+                "dimsum: !x needs bool values (as torch's ~ refuses floats); compare instead: x == 0.0f");
 };
 
 

@@ -411,10 +411,18 @@ template <named_expression E>
 auto operator-(E&& e) {
   return detail::make_elementwise<true>(ops::negate{}, std::forward<E>(e));
 }
-/// Logical not of a boolean expression.
+/// Logical not of a boolean expression; of any other value type the
+/// compile error `logical_not_needs_bool_values` (torch's `~` refuses
+/// floats; `!x` is not read as `x == 0`).
 template <named_expression E>
 auto operator!(E&& e) {
-  return detail::make_elementwise<true>(ops::logical_not{}, std::forward<E>(e));
+  if constexpr (!is_invalid_v<E> && !bool_valued_v<E>) {
+    detail::report<logical_not_needs_bool_values<value_type_of_t<E>, diagnostic_dims_t<dims_of_t<E>>>>();
+    (void)e;
+    return invalid_expression{};
+  } else {
+    return detail::make_elementwise<true>(ops::logical_not{}, std::forward<E>(e));
+  }
 }
 /// Element-wise e^x.
 template <named_expression E>

@@ -61,8 +61,8 @@ template <class E>
 using value_type_of_t = typename std::remove_cvref_t<E>::value_type;
 
 /// Whether a named expression's values are bool (a view's `const bool`
-/// included): what `where`'s condition, `masked_fill`'s mask and an
-/// attention mask must be, as torch.where's and masked_fill's.
+/// included): what `where`'s condition, `masked_fill`'s mask, an attention
+/// mask and `!x` must be, as torch.where's, masked_fill's and `~`'s.
 template <class E>
 inline constexpr bool bool_valued_v = std::is_same_v<std::remove_cv_t<value_type_of_t<E>>, bool>;
 
