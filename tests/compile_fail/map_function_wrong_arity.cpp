@@ -1,7 +1,7 @@
 // map with a function of two parameters over one operand (it was the
 // compiler's "no matching function for call to map").
 // EXPECT: dimsum: map\(f, x\.\.\.\) calls f with one value of each operand
-// EXPECT: map_function_cannot_take_one_value_of_each_operand<dimsum::count_c<1> ?, dimsum::values<float> ?, dimsum::dims<batch, posn, d_model> ?>
+// EXPECT: map_function_cannot_take_one_value_of_each_operand<dimsum::count_c<1> ?, dimsum::value_types<float> ?, dimsum::dims<batch, posn, d_model> ?>
 #include "common.hpp"
 
 int main() {

@@ -371,9 +371,9 @@ constexpr void report_static_disagreement() {
 }  // namespace detail
 
 // --- calls of the wrong form (stack, map, !x) ---
-/// Value types in a diagnostic: `values<float, int>`.
+/// Value types in a diagnostic: `value_types<float, int>`.
 template <class... Ts>
-struct values {};
+struct value_types {};
 template <class Dim, class Count, class Dims>
 struct stack_takes_one_vector_of_tensors {
   static_assert(detail::always_false<Dim, Count, Dims>,

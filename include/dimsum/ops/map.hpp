@@ -43,7 +43,7 @@ auto map(F&& f, X&&... x) {
   if constexpr (!(is_invalid_v<X> || ...) &&
                 !std::is_invocable_v<const std::remove_cvref_t<F>&, value_type_of_t<X>...>) {
     detail::report<map_function_cannot_take_one_value_of_each_operand<
-        count_c<sizeof...(X)>, values<value_type_of_t<X>...>, diagnostic_dims_t<dims_of_t<X>>...>>();
+        count_c<sizeof...(X)>, value_types<value_type_of_t<X>...>, diagnostic_dims_t<dims_of_t<X>>...>>();
     (void)f;
     ((void)x, ...);
     return invalid_expression{};
