@@ -82,32 +82,37 @@ class reduce_expr : public expression_tag {
 };
 
 namespace reductions {
-/// The product (1 over an empty dim); an integer product wraps around on
-/// overflow, as torch.prod's int64 does.
-struct prod {
-  static constexpr const char* name = "prod";
+/// A left fold of the elements from Identity with Step::apply<T>: the
+/// shape of prod and integer_sum.
+template <int Identity, class Step>
+struct accumulation {
   template <class T>
   using result_t = T;
   template <class T, class Read>
   static T reduce(std::size_t n, Read&& read) {
-    T acc(1);
-    for (std::size_t i = 0; i < n; ++i) acc = detail::wrapping_mul<T>(acc, read(i));
+    T acc(Identity);
+    for (std::size_t i = 0; i < n; ++i) acc = Step::template apply<T>(acc, read(i));
     return acc;
   }
+};
+struct wrapping_times {
+  template <class T>
+  static T apply(T a, T b) { return detail::wrapping_mul<T>(a, b); }
+};
+struct wrapping_plus {
+  template <class T>
+  static T apply(T a, T b) { return detail::wrapping_add<T>(a, b); }
+};
+/// The product (1 over an empty dim); an integer product wraps around on
+/// overflow, as torch.prod's int64 does.
+struct prod : accumulation<1, wrapping_times> {
+  static constexpr const char* name = "prod";
 };
 /// The sum of integers (0 over an empty dim), wrapping around on overflow
 /// as torch.sum's int64 does; floating-point sums run in the kernel
 /// (kernels/reduce.hpp), whose integer accumulation could overflow.
-struct integer_sum {
+struct integer_sum : accumulation<0, wrapping_plus> {
   static constexpr const char* name = "sum";
-  template <class T>
-  using result_t = T;
-  template <class T, class Read>
-  static T reduce(std::size_t n, Read&& read) {
-    T acc(0);
-    for (std::size_t i = 0; i < n; ++i) acc = detail::wrapping_add<T>(acc, read(i));
-    return acc;
-  }
 };
 /// any (Any = true: whether some element is nonzero) and all (Any = false:
 /// whether every element is): the first element whose truth equals Any
