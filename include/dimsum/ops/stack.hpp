@@ -88,6 +88,14 @@ auto stack(const std::vector<tensor<T, Ds...>>& parts) {
     return detail::stack_impl<D>(parts);
   }
 }
+/// `stack<D>(a, b)`, the parts as separate arguments: the compile error
+/// `stack_takes_one_vector_of_tensors` (write `stack<D>(std::vector{a, b})`).
+template <dimension D, named_expression E, named_expression... Es>
+invalid_expression stack(const E&, const Es&...) {
+  detail::report<stack_takes_one_vector_of_tensors<diagnostic_name_t<D>, count_c<1 + sizeof...(Es)>,
+                                                   diagnostic_dims_t<dims_of_t<E>>>>();
+  return {};
+}
 
 
 /// Joins tensors with the same dims along their dim D; every other extent
