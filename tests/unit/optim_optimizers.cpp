@@ -582,6 +582,29 @@ TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the
                       Catch::Contains("adamw: invalid beta1"));
     unchanged();
   }
+  SECTION("a state count that is not the module's number of parameters") {
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
+                          with([](auto& c) { c.metadata["dimsum.optimizer.states"] = "3"; }), m2, opt),
+                      Catch::Contains("holds the state of 3 parameters but the module has 2"));
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
+                          with([](auto& c) { c.metadata["dimsum.optimizer.states"] = "two"; }), m2, opt),
+                      Catch::Contains("metadata 'dimsum.optimizer.states' is 'two', not a count"));
+    unchanged();
+    // SGD without momentum keeps no tensor: only the count tells that the
+    // file is another module's (torch: "a parameter group that doesn't
+    // match the size of optimizer's group").
+    dimsum::optim::sgd plain({.lr = 0.1});
+    run_steps(plain, m, 0, 1);
+    dimsum::save_optimizer_state(bad, m, plain);
+    struct one_param {
+      BOOST_HANA_DEFINE_STRUCT(one_param, (dimsum::parameter<double, col>, b));
+    } other;
+    other.b = dimsum::parameter<double, col>(dimsum::tensor<double, col>{});
+    dimsum::optim::sgd s({.lr = 0.2});
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(bad, other, s),
+                      Catch::Contains("holds the state of 2 parameters but the module has 1"));
+    CHECK(s.options.lr == 0.2);
+  }
   SECTION("a model file is not an optimizer file") {
     dimsum::save_safetensors(bad, m);
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(bad, m2, opt),

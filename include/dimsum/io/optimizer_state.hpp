@@ -14,7 +14,8 @@
 /// 0 before the first step). A save is atomic (a failed one leaves the old
 /// file intact). A load restores the options and every state, as PyTorch's
 /// `load_state_dict` restores `param_groups` and `state`, after checking all
-/// of it: the optimizer's name, the options, the keys (a `state_dict_error`
+/// of it: the optimizer's name, the options, the state count (0, or the
+/// module's number of parameters), the keys (a `state_dict_error`
 /// naming every missing and unexpected key), each dtype, and each extent (a
 /// `shape_error` naming the key, its dims, the dim and both extents); a
 /// failed load leaves the optimizer as it was. See
@@ -133,7 +134,8 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
 /// the `.safetensors` file `path` written by `save_optimizer_state`: the
 /// file's optimizer must be `opt`'s kind, its options valid (they replace
 /// `opt.options`, as PyTorch's `load_state_dict` restores `param_groups`),
-/// and, unless it was saved before the first step, its keys exactly the
+/// and, unless it was saved before the first step, its state count the
+/// number of `m`'s parameters (`state_dict_error`), its keys exactly the
 /// entries of every parameter of `m` (`state_dict_error` naming every
 /// missing and unexpected key), each dtype the parameter's
 /// (`state_dict_error`), each extent the parameter's (`shape_error` naming
@@ -163,8 +165,21 @@ void load_optimizer_state(const std::string& path, const M& m, Opt& opt) {
                                              "', not a ", std::is_same_v<decltype(v), bool&> ? "bool" : "number"));
   });
   Opt loaded(options);  // checks the options as the constructor does
+  // How many parameters have a state: 0 (saved before the first step) or
+  // every parameter of m, as save_optimizer_state writes it. The keys alone
+  // would not tell (an SGD without momentum keeps no tensor).
   const std::string& count = meta(io::detail::optimizer_states_key);
-  if (count != "0") {
+  std::size_t states = 0;
+  if (const auto r = std::from_chars(count.data(), count.data() + count.size(), states);
+      r.ec != std::errc() || r.ptr != count.data() + count.size())
+    throw state_dict_error(nn::detail::cat("optimizer state '", path, "': metadata '",
+                                           io::detail::optimizer_states_key, "' is '", count, "', not a count"));
+  std::size_t parameters = 0;
+  nn::for_each_parameter(m, [&](const std::string&, const auto&) { ++parameters; });
+  if (states != 0 && states != parameters)
+    throw state_dict_error(nn::detail::cat("optimizer state '", path, "' holds the state of ", std::to_string(states),
+                                           " parameters but the module has ", std::to_string(parameters)));
+  if (states != 0) {
     // Fresh states for every parameter (made by the first pass); their
     // entries are the keys the file must hold.
     auto entry_of = [&](std::size_t i, const std::string& name, const auto& p) -> auto& {
