@@ -382,6 +382,27 @@ TEST_CASE("optim: a step that throws changes no parameter and no state") {
   CHECK_THROWS_WITH(opt.step(f), Catch::Contains("the module has 1 parameters but the state was created for 2"));
   for (std::size_t i = 0; i < W1.size(); ++i) CHECK(f.W.value.data()[i] == W1.data()[i]);
   CHECK(opt.state<W_t>("W").step == 1);
+  // b rebuilt with another dynamic extent (its gradient too): its moments
+  // have 3 elements, the update would read 5 (torch: "The size of tensor a
+  // (5) must match the size of tensor b (3)"). Refused by the step and by
+  // save_optimizer_state (which wrote zeros for them), W unchanged.
+  d.b = dimsum::parameter<double, step>(dimsum::tensor<double, step>(step{5}));
+  d.b.zero_grad();
+  CHECK_THROWS_AS(opt.step(d), dimsum::shape_error);
+  CHECK_THROWS_WITH(opt.step(d), Catch::Contains("parameter 'b' (step) has value extents (5) but its optimizer state "
+                                                 "'exp_avg' has extents (3)"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(d.W.value.data()[i] == W1.data()[i]);
+  CHECK(opt.state<W_t>("W").step == 1);
+  const test::scoped_dir dir("optim_state_extents");
+  CHECK_THROWS_AS(dimsum::save_optimizer_state((dir / "optimizer.safetensors").string(), d, opt), dimsum::shape_error);
+  dimsum::optim::sgd s({.lr = 0.1, .momentum = 0.9});
+  d.b = dimsum::parameter<double, step>(dimsum::tensor<double, step>(step{3}));
+  d.b.zero_grad();
+  s.step(d);
+  d.b = dimsum::parameter<double, step>(dimsum::tensor<double, step>(step{5}));
+  d.b.zero_grad();
+  CHECK_THROWS_WITH(s.step(d), Catch::Contains("its optimizer state 'momentum_buffer' has extents (3)"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(d.W.value.data()[i] == W1.data()[i] - 0.1 * 1.0);
 }
 
 TEST_CASE("optim_clip: zero, infinite and NaN gradients as torch.nn.utils.clip_grad_norm_ treats them") {

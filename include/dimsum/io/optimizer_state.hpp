@@ -83,8 +83,9 @@ void for_each_optimizer_entry(const Opt& opt, M& m, StateOf&& state_of, F&& f) {
 /// and step count of its state keyed "<dotted name>.<state key>", and the
 /// optimizer's name, options and state count in `__metadata__` (see the
 /// file comment). Throws `safetensors_error` if the file cannot be written
-/// (the old file, if any, is then intact) and `optimizer_error` if `m`'s
-/// parameters are not the ones the state was made for.
+/// (the old file, if any, is then intact), `optimizer_error` if `m`'s
+/// parameters are not the ones the state was made for, and `shape_error`
+/// if a parameter's extents are not its state's (`check_state`).
 ///
 ///     save_safetensors("model.safetensors", model);
 ///     save_optimizer_state("optimizer.safetensors", model, opt);
@@ -105,7 +106,12 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
                                                    " parameters but the state was created for ",
                                                    std::to_string(states.size())));
     io::detail::for_each_optimizer_entry(
-        opt, m, [&](std::size_t i, const std::string& name, const auto& p) -> const auto& { return states.at(i, name, p); },
+        opt, m,
+        [&](std::size_t i, const std::string& name, const auto& p) -> const auto& {
+          const auto& s = states.at(i, name, p);
+          opt.check_state(name, p, s);
+          return s;
+        },
         [&](const std::string& key, const auto& value, const auto& p) {
           using V = std::remove_cvref_t<decltype(value)>;
           safetensors_tensor t;
@@ -120,7 +126,7 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
             const auto ext = p.value.extents();
             t.shape.assign(ext.begin(), ext.end());
             t.data.resize(p.value.size() * sizeof(T));  // zeros: a buffer not allocated yet stands for zeros
-            if (value.extents() == ext)
+            if (value.size() != 0)  // allocated: check_state found it with the parameter's extents
               io::detail::copy_le_bytes(reinterpret_cast<const std::byte*>(value.data()),
                                         reinterpret_cast<T*>(t.data.data()), value.size());
           }
