@@ -557,6 +557,9 @@ TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the
     dimsum::write_safetensors(bad, c);
     return bad;
   };
+  auto with_meta = [&](const std::string& key, const std::string& value) {
+    return with([&](auto& c) { c.metadata[key] = value; });
+  };
 
   SECTION("a missing key") {
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(with([](auto& c) { c.tensors.erase("b.exp_avg"); }), m2, opt),
@@ -595,20 +598,16 @@ TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(
                           with([](auto& c) { c.metadata.erase("dimsum.optimizer.beta2"); }), m2, opt),
                       Catch::Contains("has no metadata 'dimsum.optimizer.beta2'"));
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
-                          with([](auto& c) { c.metadata["dimsum.optimizer.amsgrad"] = "yes"; }), m2, opt),
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.amsgrad", "yes"), m2, opt),
                       Catch::Contains("option amsgrad is 'yes', not a bool"));
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
-                          with([](auto& c) { c.metadata["dimsum.optimizer.beta1"] = "1"; }), m2, opt),
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.beta1", "1"), m2, opt),
                       Catch::Contains("adamw: invalid beta1"));
     unchanged();
   }
   SECTION("a state count that is not the module's number of parameters") {
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
-                          with([](auto& c) { c.metadata["dimsum.optimizer.states"] = "3"; }), m2, opt),
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.states", "3"), m2, opt),
                       Catch::Contains("holds the state of 3 parameters but the module has 2"));
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
-                          with([](auto& c) { c.metadata["dimsum.optimizer.states"] = "two"; }), m2, opt),
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.states", "two"), m2, opt),
                       Catch::Contains("metadata 'dimsum.optimizer.states' is 'two', not a count"));
     unchanged();
     // SGD without momentum keeps no tensor: only the count tells that the
