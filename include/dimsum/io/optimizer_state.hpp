@@ -180,11 +180,6 @@ void load_optimizer_state(const std::string& path, const M& m, Opt& opt) {
       r.ec != std::errc() || r.ptr != count.data() + count.size())
     throw state_dict_error(nn::detail::cat("optimizer state '", path, "': metadata '",
                                            io::detail::optimizer_states_key, "' is '", count, "', not a count"));
-  std::size_t parameters = 0;
-  nn::for_each_parameter(m, [&](const std::string&, const auto&) { ++parameters; });
-  if (states != 0 && states != parameters)
-    throw state_dict_error(nn::detail::cat("optimizer state '", path, "' holds the state of ", std::to_string(states),
-                                           " parameters but the module has ", std::to_string(parameters)));
   if (states != 0) {
     // Fresh states for every parameter (made by the first pass); their
     // entries are the keys the file must hold.
@@ -197,7 +192,10 @@ void load_optimizer_state(const std::string& path, const M& m, Opt& opt) {
     });
     std::set<std::string> file_keys;
     for (const auto& [k, t] : c.tensors) file_keys.insert(k);
-    io::detail::check_keys(path, keys, file_keys, strict);
+    io::detail::check_keys(path, keys, file_keys, strict);  // names what differs, where keys can
+    if (states != loaded.states().size())
+      throw state_dict_error(nn::detail::cat("optimizer state '", path, "' holds the state of ", std::to_string(states),
+                                             " parameters but the module has ", std::to_string(loaded.states().size())));
     io::detail::for_each_optimizer_entry(loaded, m, entry_of, [&](const std::string& key, auto& value, const auto& p) {
       using V = std::remove_cvref_t<decltype(value)>;
       const auto& t = c.tensors.at(key);
