@@ -36,6 +36,7 @@
 // progress only for a run from step 0 to --steps, without --resume or
 // --stop-after).
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -401,6 +402,16 @@ const std::string& meta(const dimsum::safetensors_contents& c, const std::string
   return it->second;
 }
 
+// A count in the metadata of the checkpoint `path`, or an error naming it.
+std::size_t meta_count(const dimsum::safetensors_contents& c, const std::string& path, const std::string& key) {
+  const std::string& v = meta(c, path, key);
+  std::size_t n = 0;
+  const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size())
+    throw std::runtime_error("checkpoint '" + path + "': metadata '" + key + "' is '" + v + "', not a count");
+  return n;
+}
+
 int main(int argc, char** argv) try {
   options o = parse(argc, argv);
   // Resuming: the model's sizes are the checkpoint's.
@@ -408,11 +419,11 @@ int main(int argc, char** argv) try {
   if (!o.resume.empty()) {
     resumed = dimsum::read_safetensors(model_file(o.resume));
     const std::string path = model_file(o.resume);
-    o.model.context = std::stoull(meta(resumed, path, "context"));
-    o.model.d_model = std::stoull(meta(resumed, path, "d_model"));
-    o.model.n_layers = std::stoull(meta(resumed, path, "n_layers"));
-    o.model.n_heads = std::stoull(meta(resumed, path, "n_heads"));
-    o.model.d_mlp = std::stoull(meta(resumed, path, "d_mlp"));
+    o.model.context = meta_count(resumed, path, "context");
+    o.model.d_model = meta_count(resumed, path, "d_model");
+    o.model.n_layers = meta_count(resumed, path, "n_layers");
+    o.model.n_heads = meta_count(resumed, path, "n_heads");
+    o.model.d_mlp = meta_count(resumed, path, "d_mlp");
   }
   dimsum::set_num_threads(int(o.threads));
   const corpus c = make_corpus(read_fortunes(o.data));
@@ -432,7 +443,7 @@ int main(int argc, char** argv) try {
     const std::string path = model_file(o.resume);
     if (meta(resumed, path, "vocab") != c.chars)
       throw std::runtime_error("checkpoint '" + path + "' was trained on another text (another vocabulary)");
-    first_step = std::stoull(meta(resumed, path, "step"));
+    first_step = meta_count(resumed, path, "step");
     dimsum::load_safetensors(path, m);
     dimsum::load_optimizer_state(optimizer_file(o.resume), m, opt);
     // The optimizer file is written before the model's: a run stopped
@@ -440,7 +451,11 @@ int main(int argc, char** argv) try {
     if (opt.state<dimsum::parameter<float, vocab, d_model>>("tok_embed").step != std::int64_t(first_step))
       throw std::runtime_error("checkpoint '" + path + "' is at step " + std::to_string(first_step) +
                                " but its optimizer state is not; the run stopped while saving");
-    std::istringstream(meta(resumed, path, "batch_rng")) >> gen;
+    // A state that does not read back would leave the generator at its
+    // seed: the batches, and so the run, would silently differ.
+    std::istringstream rng(meta(resumed, path, "batch_rng"));
+    if (!(rng >> gen) || !(rng >> std::ws).eof())
+      throw std::runtime_error("checkpoint '" + path + "': metadata 'batch_rng' is not a state of the batch sampler");
     std::cout << "resuming from " << path << " at step " << first_step << "\n";
   }
   const std::size_t last_step = o.stop_after ? std::min(o.stop_after, o.steps) : o.steps;

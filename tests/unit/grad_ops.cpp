@@ -3,7 +3,8 @@
 // operands and dims summed out of one operand alone; element-wise
 // operations with broadcasting by name and scalars; exp, sqrt; sum, mean,
 // max, min; softmax; causal_mask, masked_fill (fully masked rows
-// included), where; sigmoid, silu, abs, clamp, pow, minimum, maximum (and
+// included), where; sigmoid, silu, abs, clamp (scalar, tensor and var
+// bounds), pow, minimum, maximum (and
 // their values at the kinks against torch 1.13); rename, rearrange; extent-1 dims broadcast along several
 // dims with a parameter used twice and x = f(x) in a loop.
 #include "grad_check.hpp"
@@ -227,6 +228,24 @@ TEST_CASE("grad math: sigmoid, silu, abs, clamp against finite differences", "[g
   check([](grad::tape&, auto x) { return loss_of(dimsum::silu(dimsum::abs(x) * 2.0) + dimsum::sigmoid(x)); }, x);
 }
 
+TEST_CASE("grad math: clamp with var and tensor bounds broadcast by name", "[grad][math]") {
+  // torch.clamp(x, min, max) with tensor bounds: the gradient also reaches
+  // a bound where it was chosen, summed onto the bound's dims.
+  auto x = random_parameter<ab_t>(45, 1.5, a{3}, b{4});
+  parameter<double, b> lo(tensor<double, b>(b{4})), hi(tensor<double, b>(b{4}));
+  const double los[] = {-0.5, -0.25, 0.1, -1.0}, his[] = {0.5, 0.75, 0.4, 1.0};
+  std::copy(los, los + 4, lo.value.data());
+  std::copy(his, his + 4, hi.value.data());
+  // Away from the kinks, where a central difference straddles two slopes.
+  for (std::size_t i = 0; i < x.value.size(); ++i)
+    for (double kink : {los[i % 4], his[i % 4]})
+      if (std::abs(x.value.data()[i] - kink) < 1e-3) x.value.data()[i] += 0.01;
+  check([](grad::tape&, auto x, auto lo, auto hi) { return loss_of(dimsum::clamp(x, lo, hi)); }, x, lo, hi);
+  check([](grad::tape&, auto x, auto lo) { return loss_of(dimsum::clamp(x, lo, 0.5) * x); }, x, lo);
+  check([&](grad::tape&, auto hi) { return loss_of(dimsum::clamp(x.value, -0.5, hi)); }, hi);
+  check([&](grad::tape&, auto x) { return loss_of(dimsum::clamp(x, lo.value, hi.value)); }, x);
+}
+
 TEST_CASE("grad math: pow, minimum, maximum with broadcasting by name, tensors and scalars", "[grad][math]") {
   auto x = random_parameter<ab_t>(41, 1.0, a{3}, b{4});
   auto y = random_parameter<parameter<double, b>>(42, 1.0, b{4});
@@ -301,6 +320,21 @@ TEST_CASE("grad math: gradients at the kinks are torch's", "[grad][math]") {
               {0, 1, 1, 1, 0, 0});
   check_torch(grad_of_sum({-2.0, 0.0, 0.5, 1.0, 2.0}, [](auto x) { return dimsum::clamp(x, 1.0, -1.0); }),
               {0, 0, 0, 0, 0});
+  // clamp(x, lo, hi) with tensor bounds (torch's clamp_backward and
+  // clamp_backward_min_max): x's bounds inclusive; lo where x < lo < hi;
+  // hi where x > hi or hi < lo (the last element: lo > hi).
+  {
+    parameter<double, a> x(tensor<double, a>(a{7})), lo(tensor<double, a>(a{7})), hi(tensor<double, a>(a{7}));
+    const V xs{-2, -1, 0, 1, 2, nan, 0.5}, los{-1, -1, -1, -1, -1, -1, 1}, his{1, 1, 1, 1, 1, 1, -1};
+    std::copy(xs.begin(), xs.end(), x.value.data());
+    std::copy(los.begin(), los.end(), lo.value.data());
+    std::copy(his.begin(), his.end(), hi.value.data());
+    grad::tape t;
+    t.backward(dimsum::einsum<>(dimsum::clamp(t.watch(x), t.watch(lo), t.watch(hi))));
+    check_torch({x.grad.data(), x.grad.data() + 7}, {0, 1, 1, 1, 0, 0, 0});
+    check_torch({lo.grad.data(), lo.grad.data() + 7}, {1, 0, 0, 0, 0, 0, 0});
+    check_torch({hi.grad.data(), hi.grad.data() + 7}, {0, 0, 0, 0, 1, 0, 1});
+  }
   // maximum / minimum: half each on a tie, whole to each where one is NaN.
   const V l{1, 2, 3, nan, 1}, r{1, 1, 4, 1, nan};
   auto [max_l, max_r] = grads_of_sum(l, r, [](auto x, auto y) { return dimsum::maximum(x, y); });

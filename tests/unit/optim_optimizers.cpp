@@ -382,6 +382,27 @@ TEST_CASE("optim: a step that throws changes no parameter and no state") {
   CHECK_THROWS_WITH(opt.step(f), Catch::Contains("the module has 1 parameters but the state was created for 2"));
   for (std::size_t i = 0; i < W1.size(); ++i) CHECK(f.W.value.data()[i] == W1.data()[i]);
   CHECK(opt.state<W_t>("W").step == 1);
+  // b rebuilt with another dynamic extent (its gradient too): its moments
+  // have 3 elements, the update would read 5 (torch: "The size of tensor a
+  // (5) must match the size of tensor b (3)"). Refused by the step and by
+  // save_optimizer_state (which wrote zeros for them), W unchanged.
+  d.b = dimsum::parameter<double, step>(dimsum::tensor<double, step>(step{5}));
+  d.b.zero_grad();
+  CHECK_THROWS_AS(opt.step(d), dimsum::shape_error);
+  CHECK_THROWS_WITH(opt.step(d), Catch::Contains("parameter 'b' (step) has value extents (5) but its optimizer state "
+                                                 "'exp_avg' has extents (3)"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(d.W.value.data()[i] == W1.data()[i]);
+  CHECK(opt.state<W_t>("W").step == 1);
+  const test::scoped_dir dir("optim_state_extents");
+  CHECK_THROWS_AS(dimsum::save_optimizer_state((dir / "optimizer.safetensors").string(), d, opt), dimsum::shape_error);
+  dimsum::optim::sgd s({.lr = 0.1, .momentum = 0.9});
+  d.b = dimsum::parameter<double, step>(dimsum::tensor<double, step>(step{3}));
+  d.b.zero_grad();
+  s.step(d);
+  d.b = dimsum::parameter<double, step>(dimsum::tensor<double, step>(step{5}));
+  d.b.zero_grad();
+  CHECK_THROWS_WITH(s.step(d), Catch::Contains("its optimizer state 'momentum_buffer' has extents (3)"));
+  for (std::size_t i = 0; i < W1.size(); ++i) CHECK(d.W.value.data()[i] == W1.data()[i] - 0.1 * 1.0);
 }
 
 TEST_CASE("optim_clip: zero, infinite and NaN gradients as torch.nn.utils.clip_grad_norm_ treats them") {
@@ -536,6 +557,9 @@ TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the
     dimsum::write_safetensors(bad, c);
     return bad;
   };
+  auto with_meta = [&](const std::string& key, const std::string& value) {
+    return with([&](auto& c) { c.metadata[key] = value; });
+  };
 
   SECTION("a missing key") {
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(with([](auto& c) { c.tensors.erase("b.exp_avg"); }), m2, opt),
@@ -574,13 +598,32 @@ TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(
                           with([](auto& c) { c.metadata.erase("dimsum.optimizer.beta2"); }), m2, opt),
                       Catch::Contains("has no metadata 'dimsum.optimizer.beta2'"));
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
-                          with([](auto& c) { c.metadata["dimsum.optimizer.amsgrad"] = "yes"; }), m2, opt),
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.amsgrad", "yes"), m2, opt),
                       Catch::Contains("option amsgrad is 'yes', not a bool"));
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
-                          with([](auto& c) { c.metadata["dimsum.optimizer.beta1"] = "1"; }), m2, opt),
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.beta1", "1"), m2, opt),
                       Catch::Contains("adamw: invalid beta1"));
     unchanged();
+  }
+  SECTION("a state count that is not the module's number of parameters") {
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.states", "3"), m2, opt),
+                      Catch::Contains("holds the state of 3 parameters but the module has 2"));
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.states", "two"), m2, opt),
+                      Catch::Contains("metadata 'dimsum.optimizer.states' is 'two', not a count"));
+    unchanged();
+    // SGD without momentum keeps no tensor: only the count tells that the
+    // file is another module's (torch: "a parameter group that doesn't
+    // match the size of optimizer's group").
+    dimsum::optim::sgd plain({.lr = 0.1});
+    run_steps(plain, m, 0, 1);
+    dimsum::save_optimizer_state(bad, m, plain);
+    struct one_param {
+      BOOST_HANA_DEFINE_STRUCT(one_param, (dimsum::parameter<double, col>, b));
+    } other;
+    other.b = dimsum::parameter<double, col>(dimsum::tensor<double, col>{});
+    dimsum::optim::sgd s({.lr = 0.2});
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(bad, other, s),
+                      Catch::Contains("holds the state of 2 parameters but the module has 1"));
+    CHECK(s.options.lr == 0.2);
   }
   SECTION("a model file is not an optimizer file") {
     dimsum::save_safetensors(bad, m);

@@ -14,7 +14,8 @@
 /// 0 before the first step). A save is atomic (a failed one leaves the old
 /// file intact). A load restores the options and every state, as PyTorch's
 /// `load_state_dict` restores `param_groups` and `state`, after checking all
-/// of it: the optimizer's name, the options, the keys (a `state_dict_error`
+/// of it: the optimizer's name, the options, the state count (0, or the
+/// module's number of parameters), the keys (a `state_dict_error`
 /// naming every missing and unexpected key), each dtype, and each extent (a
 /// `shape_error` naming the key, its dims, the dim and both extents); a
 /// failed load leaves the optimizer as it was. See
@@ -82,8 +83,9 @@ void for_each_optimizer_entry(const Opt& opt, M& m, StateOf&& state_of, F&& f) {
 /// and step count of its state keyed "<dotted name>.<state key>", and the
 /// optimizer's name, options and state count in `__metadata__` (see the
 /// file comment). Throws `safetensors_error` if the file cannot be written
-/// (the old file, if any, is then intact) and `optimizer_error` if `m`'s
-/// parameters are not the ones the state was made for.
+/// (the old file, if any, is then intact), `optimizer_error` if `m`'s
+/// parameters are not the ones the state was made for, and `shape_error`
+/// if a parameter's extents are not its state's (`check_state`).
 ///
 ///     save_safetensors("model.safetensors", model);
 ///     save_optimizer_state("optimizer.safetensors", model, opt);
@@ -104,7 +106,12 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
                                                    " parameters but the state was created for ",
                                                    std::to_string(states.size())));
     io::detail::for_each_optimizer_entry(
-        opt, m, [&](std::size_t i, const std::string& name, const auto& p) -> const auto& { return states.at(i, name, p); },
+        opt, m,
+        [&](std::size_t i, const std::string& name, const auto& p) -> const auto& {
+          const auto& s = states.at(i, name, p);
+          opt.check_state(name, p, s);
+          return s;
+        },
         [&](const std::string& key, const auto& value, const auto& p) {
           using V = std::remove_cvref_t<decltype(value)>;
           safetensors_tensor t;
@@ -119,7 +126,7 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
             const auto ext = p.value.extents();
             t.shape.assign(ext.begin(), ext.end());
             t.data.resize(p.value.size() * sizeof(T));  // zeros: a buffer not allocated yet stands for zeros
-            if (value.extents() == ext)
+            if (value.size() != 0)  // allocated: check_state found it with the parameter's extents
               io::detail::copy_le_bytes(reinterpret_cast<const std::byte*>(value.data()),
                                         reinterpret_cast<T*>(t.data.data()), value.size());
           }
@@ -133,7 +140,8 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
 /// the `.safetensors` file `path` written by `save_optimizer_state`: the
 /// file's optimizer must be `opt`'s kind, its options valid (they replace
 /// `opt.options`, as PyTorch's `load_state_dict` restores `param_groups`),
-/// and, unless it was saved before the first step, its keys exactly the
+/// and, unless it was saved before the first step, its state count the
+/// number of `m`'s parameters (`state_dict_error`), its keys exactly the
 /// entries of every parameter of `m` (`state_dict_error` naming every
 /// missing and unexpected key), each dtype the parameter's
 /// (`state_dict_error`), each extent the parameter's (`shape_error` naming
@@ -163,8 +171,16 @@ void load_optimizer_state(const std::string& path, const M& m, Opt& opt) {
                                              "', not a ", std::is_same_v<decltype(v), bool&> ? "bool" : "number"));
   });
   Opt loaded(options);  // checks the options as the constructor does
+  // How many parameters have a state: 0 (saved before the first step) or
+  // every parameter of m, as save_optimizer_state writes it. The keys alone
+  // would not tell (an SGD without momentum keeps no tensor).
   const std::string& count = meta(io::detail::optimizer_states_key);
-  if (count != "0") {
+  std::size_t states = 0;
+  if (const auto r = std::from_chars(count.data(), count.data() + count.size(), states);
+      r.ec != std::errc() || r.ptr != count.data() + count.size())
+    throw state_dict_error(nn::detail::cat("optimizer state '", path, "': metadata '",
+                                           io::detail::optimizer_states_key, "' is '", count, "', not a count"));
+  if (states != 0) {
     // Fresh states for every parameter (made by the first pass); their
     // entries are the keys the file must hold.
     auto entry_of = [&](std::size_t i, const std::string& name, const auto& p) -> auto& {
@@ -176,7 +192,10 @@ void load_optimizer_state(const std::string& path, const M& m, Opt& opt) {
     });
     std::set<std::string> file_keys;
     for (const auto& [k, t] : c.tensors) file_keys.insert(k);
-    io::detail::check_keys(path, keys, file_keys, strict);
+    io::detail::check_keys(path, keys, file_keys, strict);  // names what differs, where keys can
+    if (states != loaded.states().size())
+      throw state_dict_error(nn::detail::cat("optimizer state '", path, "' holds the state of ", std::to_string(states),
+                                             " parameters but the module has ", std::to_string(loaded.states().size())));
     io::detail::for_each_optimizer_entry(loaded, m, entry_of, [&](const std::string& key, auto& value, const auto& p) {
       using V = std::remove_cvref_t<decltype(value)>;
       const auto& t = c.tensors.at(key);

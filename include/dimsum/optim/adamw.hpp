@@ -95,6 +95,17 @@ class adamw : public optimizer_base<adamw, adamw_state> {
     if (options.amsgrad) f("max_exp_avg_sq", s.max_exp_avg_sq);
   }
 
+  /// Throws `shape_error` (naming the parameter, the buffer and both
+  /// extents) unless the moments of parameter `name`'s state `s` have the
+  /// parameter's extents: a parameter rebuilt with other dynamic extents
+  /// since the first step. `step` and `save_optimizer_state` call it.
+  template <class P>
+  void check_state(const std::string& name, const P& p, const adamw_state<P>& s) const {
+    detail::check_state_extents(name, p, "exp_avg", s.exp_avg);
+    detail::check_state_extents(name, p, "exp_avg_sq", s.exp_avg_sq);
+    if (s.max_exp_avg_sq.size() != 0) detail::check_state_extents(name, p, "max_exp_avg_sq", s.max_exp_avg_sq);
+  }
+
  private:
   friend optimizer_base<adamw, adamw_state>;
 

@@ -36,6 +36,20 @@ void check_grad_extents(const std::string& name, const P& p) {
                                     ") but gradient extents (", nn::detail::extents_string(p.grad.extents()),
                                     "); call zero_grad() or run a backward pass first"));
 }
+
+// Throws shape_error unless the buffer `key` of parameter `name`'s
+// optimizer state has the extents of `p.value`: an update reads both
+// element by element (a parameter rebuilt with other dynamic extents after
+// the first step would be read out of bounds; torch refuses it too).
+template <class P, class B>
+void check_state_extents(const std::string& name, const P& p, const char* key, const B& buffer) {
+  if (buffer.extents() == p.value.extents()) return;
+  throw shape_error(nn::detail::cat("parameter '", name, "' (", nn::parameter_dim_names<P>(", "),
+                                    ") has value extents (", nn::detail::extents_string(p.value.extents()),
+                                    ") but its optimizer state '", key, "' has extents (",
+                                    nn::detail::extents_string(buffer.extents()),
+                                    "); the parameter changed since the first step"));
+}
 }  // namespace detail
 
 /// The optimizer state of every parameter of one module: one `State<P>` per
@@ -130,8 +144,10 @@ class parameter_states {
 /// module `m`, checks that each gradient has its value's extents (a
 /// `shape_error` naming the parameter otherwise) and that the module's
 /// parameters are the ones the state was made for, then calls
-/// `Derived::update(p, state)` with the parameter's `State<P>`; a step that
-/// throws changes no parameter and no state. `state<P>(name)` returns a
+/// `Derived::update(p, state)` with the parameter's `State<P>` (after
+/// `Derived::check_state(name, p, state)`, a `shape_error` for a state whose
+/// buffers no longer have the parameter's extents); a step that throws
+/// changes no parameter and no state. `state<P>(name)` returns a
 /// parameter's state for inspection; `states()` all of them (what a
 /// checkpoint of the optimizer saves and loads, io/optimizer_state.hpp).
 template <class Derived, template <class> class State>
@@ -145,7 +161,9 @@ class optimizer_base {
     std::size_t i = 0;
     nn::for_each_parameter(std::as_const(m), [&](const std::string& name, const auto& p) {
       detail::check_grad_extents(name, p);
-      states_.check(i++, name, p);
+      states_.check(i, name, p);
+      if (i < states_.size()) static_cast<const Derived&>(*this).check_state(name, p, states_.at(i, name, p));
+      ++i;
     });
     states_.check_count(i);
     i = 0;

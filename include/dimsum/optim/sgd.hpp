@@ -100,6 +100,17 @@ class sgd : public optimizer_base<sgd, sgd_state> {
     f("momentum_buffer", s.momentum_buffer);
   }
 
+  /// Throws `shape_error` (naming the parameter and both extents) unless
+  /// the momentum buffer of parameter `name`'s state `s`, when momentum
+  /// uses it, has the parameter's extents: a parameter rebuilt with other
+  /// dynamic extents since the first step. `step` and
+  /// `save_optimizer_state` call it.
+  template <class P>
+  void check_state(const std::string& name, const P& p, const sgd_state<P>& s) const {
+    if (options.momentum != 0.0 && s.has_momentum_buffer)
+      detail::check_state_extents(name, p, "momentum_buffer", s.momentum_buffer);
+  }
+
  private:
   friend optimizer_base<sgd, sgd_state>;
 

@@ -1,8 +1,9 @@
 #pragma once
 /// \file
 /// The element-wise maths of ops/math.hpp on vars, with PyTorch's gradients
-/// at the kinks: `abs` (0 at x = 0), `clamp` with scalar bounds (the
-/// gradient passes where lo <= x <= hi, bounds included), `pow` (var to a
+/// at the kinks: `abs` (0 at x = 0), `clamp` (the gradient passes to x
+/// where lo <= x <= hi, bounds included; scalar, tensor or var bounds, a
+/// var bound getting it where it was chosen), `pow` (var to a
 /// scalar, var or tensor power; scalar or tensor to a var power), and
 /// `minimum` / `maximum` of a var and a var, tensor or scalar (ties split
 /// the gradient half and half). Each result has the dims of the tensor
@@ -58,6 +59,27 @@ struct pow_exponent_grad {
   }
 };
 
+/// d clamp(x, lo, hi) / d(Operand) times g, as torch's clamp_backward
+/// (to x: g where lo <= x <= hi) and clamp_backward_min_max (to lo: g where
+/// x < lo < hi; to hi: g where x > hi or hi < lo); 0 elsewhere.
+template <int Operand>  // 0: x, 1: lo, 2: hi
+struct clamp_grad {
+  static constexpr const char* name = "clamp";
+  template <class G, class X, class L, class H>
+  G operator()(G g, X x, L lo, H hi) const {
+    if constexpr (Operand == 0)
+      return x >= lo && x <= hi ? g : G(0);
+    else if constexpr (Operand == 1)
+      return x < lo && lo < hi ? g : G(0);
+    else
+      return x > hi || hi < lo ? g : G(0);
+  }
+};
+
+/// A var, a named expression or a scalar: an operand of a rule.
+template <class X>
+concept var_operand = var_like<X> || named_expression<X> || scalar<X>;
+
 /// Sends to operand x (a var, or nothing for a scalar or constant) the
 /// element-wise node Op(g, operands...) of the operands' values.
 template <class Op, class X, class G, class... Operands>
@@ -111,6 +133,31 @@ auto clamp(V&& v, L lo_in, H hi_in) {
   return grad::detail::record_unary(
       v, [lo, hi](T x) { return ops::clamp{}(x, lo, hi); },
       [lo, hi](T g, T x, T) { return x >= lo && x <= hi ? g : T(0); });
+}
+
+/// clamp(x, lo, hi) with a var among x and bounds that are not both
+/// scalars (vars, tensors or expressions broadcast by name, or a scalar
+/// and one of those), forward as the tensor form; the gradients are
+/// torch's for tensor bounds: to x, g where lo <= x <= hi; to lo, g where
+/// x < lo < hi; to hi, g where x > hi or hi < lo; each summed onto its
+/// operand's dims.
+template <class X, class L, class H>
+  requires(grad::detail::var_like<X> || grad::detail::var_like<L> || grad::detail::var_like<H>) &&
+          (grad::detail::var_like<X> || named_expression<X>) && grad::detail::var_operand<L> &&
+          grad::detail::var_operand<H> && (!scalar<L> || !scalar<H>)
+auto clamp(X&& x0, L&& lo0, H&& hi0) {
+  using grad::detail::value_of;
+  auto x = grad::detail::lift(std::forward<X>(x0));
+  auto lo = grad::detail::lift(std::forward<L>(lo0));
+  auto hi = grad::detail::lift(std::forward<H>(hi0));
+  return grad::detail::record_op(
+      dimsum::clamp(value_of(x), value_of(lo), value_of(hi)),
+      [x, lo, hi](const auto& g, const auto&) {
+        grad::detail::send_elementwise<grad::detail::clamp_grad<0>>(x, g, x, lo, hi);
+        grad::detail::send_elementwise<grad::detail::clamp_grad<1>>(lo, g, x, lo, hi);
+        grad::detail::send_elementwise<grad::detail::clamp_grad<2>>(hi, g, x, lo, hi);
+      },
+      x, lo, hi);
 }
 
 /// a^b element-wise, a or b a var (the other a var, tensor or scalar),
