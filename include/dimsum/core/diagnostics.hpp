@@ -339,6 +339,20 @@ struct where_condition_is_not_boolean {
                 "dimsum: where needs a condition of bool values; compare to get one (where(x > 0.0f, a, b))");
 };
 
+// --- assignment into a view (tensor/tensor_view.hpp) ---
+template <class Dims>
+struct assignment_into_a_view_of_const_elements {
+  static_assert(detail::always_false<Dims>,
+                "dimsum: assigning into a view of const elements (a slice or select of a const tensor); take the "
+                "view of a non-const tensor");
+};
+template <class Dim, class Source, class View>
+struct assignment_source_has_a_dim_the_view_lacks {
+  static_assert(detail::always_false<Dim, Source, View>,
+                "dimsum: assigning into a view an expression with a dim the view lacks; the source broadcasts into "
+                "the view by name, never grows it (select or reduce that dim first)");
+};
+
 namespace detail {
 /// Positions (in A, in B) of the first shared dim of A and B whose static
 /// extents differ, or {npos, npos}.
