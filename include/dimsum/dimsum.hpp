@@ -11,6 +11,7 @@
 #include <dimsum/core/errors.hpp>
 #include <dimsum/core/fixed_string.hpp>
 #include <dimsum/ops/arange.hpp>
+#include <dimsum/ops/argmax.hpp>
 #include <dimsum/ops/cross_entropy.hpp>
 #include <dimsum/ops/diagonal.hpp>
 #include <dimsum/ops/einsum.hpp>
