@@ -1,6 +1,8 @@
 // select, slice, stack and concat by name, with bounds and extent checks.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "support.hpp"
 
 namespace {
@@ -173,4 +175,53 @@ TEST_CASE("slice assignment: a source of other extents throws shape_error naming
   tensor_view<float, token> expanded(one.data(), {3}, {0});
   REQUIRE_THROWS_WITH(expanded = 2.0f, Catch::Contains("'token' of extent 3 has stride 0"));
   CHECK(one[0] == 1.0f);
+}
+
+TEST_CASE("concat, stack: views and lazy expressions, listed or in a vector, placed by name", "[stack]") {
+  t_t x(token{5}, d_in{3});
+  test::fill_pattern(x);
+  tensor<float, d_in, token> y(d_in{3}, token{2});  // another dims order
+  test::fill_pattern(y, 0.5, 1.0);
+  // torch.cat([x[3:], y.T * 2, x[:1]]) along token
+  auto c = concat<token>(slice<token>(x, 3, 5), y * 2.0f, slice<token>(x, 0, 1));
+  static_assert(std::is_same_v<decltype(c), t_t>);
+  REQUIRE(c.extent<token>() == 5);
+  for (std::size_t d = 0; d < 3; ++d) {
+    CHECK(c(token{0}, d_in{d}) == x(token{3}, d_in{d}));
+    CHECK(c(token{1}, d_in{d}) == x(token{4}, d_in{d}));
+    CHECK(c(token{2}, d_in{d}) == 2.0f * y(d_in{d}, token{0}));
+    CHECK(c(token{3}, d_in{d}) == 2.0f * y(d_in{d}, token{1}));
+    CHECK(c(token{4}, d_in{d}) == x(token{0}, d_in{d}));
+  }
+  // torch.cat([x[:, 2:3], x[:, :2].exp()], dim=1)
+  auto c2 = concat<d_in>(slice<d_in>(x, 2, 3), exp(slice<d_in>(x, 0, 2)));
+  for (std::size_t t = 0; t < 5; ++t) {
+    CHECK(c2(token{t}, d_in{0}) == x(token{t}, d_in{2}));
+    CHECK(c2(token{t}, d_in{1}) == std::exp(x(token{t}, d_in{0})));
+    CHECK(c2(token{t}, d_in{2}) == std::exp(x(token{t}, d_in{1})));
+  }
+  // torch.stack([x[4], -x[0]])
+  auto s = stack<batch>(dimsum::select<token>(x, 4), dimsum::select<token>(x, 0) * -1.0f);
+  static_assert(std::is_same_v<decltype(s), tensor<float, batch, d_in>>);
+  for (std::size_t d = 0; d < 3; ++d) {
+    CHECK(s(batch{0}, d_in{d}) == x(token{4}, d_in{d}));
+    CHECK(s(batch{1}, d_in{d}) == -x(token{0}, d_in{d}));
+  }
+  // a vector of views (rows 1 and 3)
+  std::vector<tensor_view<float, d_in>> rows{dimsum::select<token>(x, 1), dimsum::select<token>(x, 3)};
+  auto sv = stack<batch>(rows);
+  auto cv = concat<d_in>(rows);
+  for (std::size_t d = 0; d < 3; ++d) {
+    CHECK(sv(batch{1}, d_in{d}) == x(token{3}, d_in{d}));
+    CHECK(cv(d_in{d}) == x(token{1}, d_in{d}));
+    CHECK(cv(d_in{3 + d}) == x(token{3}, d_in{d}));
+  }
+  // an empty part, a single part
+  auto ce = concat<token>(slice<token>(x, 2, 2), y);
+  CHECK(ce.extent<token>() == 2);
+  CHECK(ce(token{1}, d_in{2}) == y(d_in{2}, token{1}));
+  CHECK(stack<batch>(y).extent<batch>() == 1);
+  REQUIRE_THROWS_WITH(concat<token>(x, tensor<float, token, d_in>(token{1}, d_in{4})),
+                      Catch::Contains("concat: dim 'd_in' has extent 3 in part 0 but 4 in part 1"));
+  REQUIRE_THROWS_WITH(stack<batch>(x, y), Catch::Contains("stack: dim 'token' has extent 5 in part 0 but 2 in part 1"));
 }

@@ -353,6 +353,14 @@ struct assignment_source_has_a_dim_the_view_lacks {
                 "the view by name, never grows it (select or reduce that dim first)");
 };
 
+// --- stack and concat of listed parts (ops/stack.hpp) ---
+template <class Part, class First, class Dims>
+struct stack_and_concat_need_parts_with_the_same_dims {
+  static_assert(detail::always_false<Part, First, Dims>,
+                "dimsum: stack and concat need parts with the same dims (in any order); the arguments are the part, "
+                "the first part's dims and its dims");
+};
+
 namespace detail {
 /// Positions (in A, in B) of the first shared dim of A and B whose static
 /// extents differ, or {npos, npos}.
