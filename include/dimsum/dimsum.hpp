@@ -13,6 +13,7 @@
 #include <dimsum/ops/arange.hpp>
 #include <dimsum/ops/argmax.hpp>
 #include <dimsum/ops/cross_entropy.hpp>
+#include <dimsum/ops/cumsum.hpp>
 #include <dimsum/ops/diagonal.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>

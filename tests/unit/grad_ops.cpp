@@ -2,7 +2,7 @@
 // (grad_check.hpp): einsum in both spellings with grouped axes, three
 // operands and dims summed out of one operand alone; element-wise
 // operations with broadcasting by name and scalars; exp, sqrt; sum, mean,
-// max, min; softmax; causal_mask, masked_fill (fully masked rows
+// max, min; softmax; cumsum; causal_mask, masked_fill (fully masked rows
 // included), where; rename, rearrange; extent-1 dims broadcast along several
 // dims with a parameter used twice and x = f(x) in a loop.
 #include "grad_check.hpp"
@@ -147,6 +147,12 @@ TEST_CASE("grad softmax: along a named dim", "[grad][softmax]") {
   auto x = random_parameter<parameter<double, a, b>>(31, 1.0, a{3}, b{4});
   check([](grad::tape&, auto x) { return loss_of(dimsum::softmax<b>(x)); }, x);
   check([](grad::tape&, auto x) { return loss_of(dimsum::softmax<a>(x)); }, x);
+}
+
+TEST_CASE("grad cumsum: the reversed cumulative sum of the gradient, along either dim", "[grad][cumsum]") {
+  auto x = random_parameter<parameter<double, a, b>>(37, 1.0, a{3}, b{5});
+  check([](grad::tape&, auto x) { return loss_of(dimsum::cumsum<b>(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::cumsum<a>(x * 2.0) + x); }, x);
 }
 
 TEST_CASE("grad causal_mask: masked scores get no gradient, -inf and finite", "[grad][mask]") {

@@ -508,3 +508,58 @@ TEST_CASE("argmax, argmin: over any dim of a lazy or strided operand against loo
   REQUIRE_THROWS_WITH(argmin<b>(e), Catch::Contains("argmin over dim 'b' of extent 0"));
   CHECK(eval(argmax<a>(e)).size() == 0);
 }
+
+TEST_CASE("cumsum: running sums along either dim with NaN and inf, as torch.cumsum", "[reduce][cumsum]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float in[3][5] = {{1, nan, 2, inf, -inf}, {0.5f, 0.25f, -1, 3, 1e8f}, {-inf, 1, inf, 2, 3}};
+  // torch.cumsum(x, 1) and torch.cumsum(x, 0), float32
+  const float along_b[3][5] = {{1, nan, nan, nan, nan}, {0.5f, 0.75f, -0.25f, 2.75f, 1e8f}, {-inf, -inf, nan, nan, nan}};
+  const float along_a[3][5] = {{1, nan, 2, inf, -inf}, {1.5f, nan, 1, inf, -inf}, {-inf, nan, inf, inf, -inf}};
+  tensor<float, a, b> x(a{3}, b{5});
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 5; ++j) x(a{i}, b{j}) = in[i][j];
+  tensor<float, a, b> cb = cumsum<b>(x);
+  tensor<float, b, a> ca = cumsum<a>(rename<c, a>(rename<a, c>(x)));  // a view; assigned in another order
+  auto same = [](float got, float want) { return std::isnan(want) ? std::isnan(got) : got == want; };
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 5; ++j) {
+      CHECK(same(cb(a{i}, b{j}), along_b[i][j]));
+      CHECK(same(ca(a{i}, b{j}), along_a[i][j]));
+    }
+  // float32 sums accumulate in double, as torch's CPU cumsum: [2^24, 1, 1, -2^24] -> [2^24, 2^24, 2^24, 2]
+  tensor<float, a> big(a{4});
+  big(a{0}) = 16777216.0f, big(a{1}) = 1.0f, big(a{2}) = 1.0f, big(a{3}) = -16777216.0f;
+  CHECK(eval(cumsum<a>(big))(a{3}) == 2.0f);
+}
+
+TEST_CASE("cumsum: integers and bools give int64; a lazy operand against loops; empty dims", "[reduce][cumsum]") {
+  tensor<std::uint8_t, a> u(a{3});
+  u(a{0}) = 200, u(a{1}) = 100, u(a{2}) = 250;
+  auto cu = eval(cumsum<a>(u));
+  static_assert(std::is_same_v<decltype(cu), tensor<std::int64_t, a>>);
+  CHECK((cu(a{0}) == 200 && cu(a{1}) == 300 && cu(a{2}) == 550));  // torch: [200, 300, 550]
+  tensor<double, a, b, c> t(a{2}, b{3}, c{4});
+  test::fill_pattern(t);
+  auto counts = eval(cumsum<c>(t > 0.0));
+  static_assert(std::is_same_v<decltype(counts), tensor<std::int64_t, a, b, c>>);
+  auto lazy = eval(cumsum<b>(t * 2.0 - 1.0));
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t k = 0; k < 4; ++k) {
+      double s = 0;
+      for (std::size_t j = 0; j < 3; ++j) {
+        s += t(a{i}, b{j}, c{k}) * 2.0 - 1.0;
+        CHECK(lazy(a{i}, b{j}, c{k}) == Approx(s).epsilon(1e-15));
+      }
+    }
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) {
+      std::int64_t n = 0;
+      for (std::size_t k = 0; k < 4; ++k) {
+        n += t(a{i}, b{j}, c{k}) > 0.0;
+        CHECK(counts(a{i}, b{j}, c{k}) == n);
+      }
+    }
+  CHECK(eval(cumsum<a>(tensor<float, a, b>(a{0}, b{3}))).size() == 0);
+  CHECK(eval(cumsum<a>(tensor<float, a, b>(a{2}, b{0}))).size() == 0);
+  CHECK(eval(cumsum<b>(tensor<float, a, b>::ones(a{2}, b{1})))(a{1}, b{0}) == 1.0f);
+}
