@@ -6,6 +6,7 @@
 
 #include <dimsum/grad/parameter.hpp>
 #include <dimsum/grad/rules/activation.hpp>
+#include <dimsum/grad/rules/argmax.hpp>
 #include <dimsum/grad/rules/attention.hpp>
 #include <dimsum/grad/rules/cumsum.hpp>
 #include <dimsum/grad/rules/dropout.hpp>
