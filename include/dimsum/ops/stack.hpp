@@ -142,6 +142,56 @@ std::vector<std::array<std::size_t, L::size>> vector_extents(const std::vector<E
   for (const auto& e : parts) ext.push_back(e.extents());
   return ext;
 }
+
+// stack (Stack: D is a new dim) or concat (D is the parts' own dim): the
+// check on D, then the join.
+template <bool Stack, dimension D, class L>
+constexpr bool join_dim_ok() {
+  return contains_v<L, D> != Stack;
+}
+template <bool Stack, dimension D, class L>
+constexpr void report_join_dim() {
+  if constexpr (Stack)
+    report<stack_dim_is_already_a_dim_of_the_parts<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
+  else
+    report<concat_dim_is_not_a_dim_of_the_parts<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
+}
+template <bool Stack, dimension D, class T, class L, class Each>
+auto join_parts(const std::vector<std::array<std::size_t, L::size>>& ext, Each&& each) {
+  if constexpr (Stack)
+    return stack_parts<D, T, L>(ext, each);
+  else
+    return concat_parts<D, T, L>(ext, each);
+}
+
+template <bool Stack, dimension D, class E>
+auto join_vector(const std::vector<E>& parts) {
+  using L = dims_of_t<E>;
+  if constexpr (is_invalid_v<E>) {
+    return invalid_expression{};
+  } else if constexpr (!join_dim_ok<Stack, D, L>()) {
+    report_join_dim<Stack, D, L>();
+    return invalid_expression{};
+  } else {
+    return join_parts<Stack, D, value_type_of_t<E>, L>(vector_extents<L>(parts), [&](auto&& f) {
+      for (const auto& e : parts) f(e);
+    });
+  }
+}
+template <bool Stack, dimension D, class E0, class... Es>
+auto join_listed(const E0& e0, const Es&... es) {
+  using L = dims_of_t<E0>;
+  if constexpr (!is_invalid_v<E0> && !join_dim_ok<Stack, D, L>()) {
+    report_join_dim<Stack, D, L>();
+    return invalid_expression{};
+  } else if constexpr (!listed_parts_ok<E0, Es...>()) {
+    report_listed_parts<E0, Es...>();
+    return invalid_expression{};
+  } else {
+    return join_parts<Stack, D, value_type_of_t<E0>, L>(listed_extents<L>(e0, es...),
+                                                        [&](auto&& f) { (f(e0), ..., f(es)); });
+  }
+}
 }  // namespace detail
 
 /// Stacks named expressions with the same dims along a new leading dim D;
@@ -149,65 +199,25 @@ std::vector<std::array<std::size_t, L::size>> vector_extents(const std::vector<E
 /// order), its value type theirs. An empty list is an error.
 template <dimension D, named_expression E>
 auto stack(const std::vector<E>& parts) {
-  using L = dims_of_t<E>;
-  if constexpr (is_invalid_v<E>) {
-    return invalid_expression{};
-  } else if constexpr (contains_v<L, D>) {
-    detail::report<stack_dim_is_already_a_dim_of_the_parts<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
-    return invalid_expression{};
-  } else {
-    return detail::stack_parts<D, value_type_of_t<E>, L>(detail::vector_extents<L>(parts), [&](auto&& f) {
-      for (const auto& e : parts) f(e);
-    });
-  }
+  return detail::join_vector<true, D>(parts);
 }
 /// `stack<batch>(a, b, c)`: the parts as arguments, of any expression types
 /// with the same dims (in any order: placed by name) and value type.
 template <dimension D, named_expression E0, named_expression... Es>
 auto stack(const E0& e0, const Es&... es) {
-  using L = dims_of_t<E0>;
-  if constexpr (!is_invalid_v<E0> && contains_v<L, D>) {
-    detail::report<stack_dim_is_already_a_dim_of_the_parts<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
-    return invalid_expression{};
-  } else if constexpr (!detail::listed_parts_ok<E0, Es...>()) {
-    detail::report_listed_parts<E0, Es...>();
-    return invalid_expression{};
-  } else {
-    return detail::stack_parts<D, value_type_of_t<E0>, L>(detail::listed_extents<L>(e0, es...),
-                                                          [&](auto&& f) { (f(e0), ..., f(es)); });
-  }
+  return detail::join_listed<true, D>(e0, es...);
 }
 
 /// Joins named expressions with the same dims along their dim D; every
 /// other extent must agree. The result has the first part's dims order.
 template <dimension D, named_expression E>
 auto concat(const std::vector<E>& parts) {
-  using L = dims_of_t<E>;
-  if constexpr (is_invalid_v<E>) {
-    return invalid_expression{};
-  } else if constexpr (!contains_v<L, D>) {
-    detail::report<concat_dim_is_not_a_dim_of_the_parts<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
-    return invalid_expression{};
-  } else {
-    return detail::concat_parts<D, value_type_of_t<E>, L>(detail::vector_extents<L>(parts), [&](auto&& f) {
-      for (const auto& e : parts) f(e);
-    });
-  }
+  return detail::join_vector<false, D>(parts);
 }
 /// `concat<posn>(past, x)`: the parts as arguments, as for stack.
 template <dimension D, named_expression E0, named_expression... Es>
 auto concat(const E0& e0, const Es&... es) {
-  using L = dims_of_t<E0>;
-  if constexpr (!is_invalid_v<E0> && !contains_v<L, D>) {
-    detail::report<concat_dim_is_not_a_dim_of_the_parts<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
-    return invalid_expression{};
-  } else if constexpr (!detail::listed_parts_ok<E0, Es...>()) {
-    detail::report_listed_parts<E0, Es...>();
-    return invalid_expression{};
-  } else {
-    return detail::concat_parts<D, value_type_of_t<E0>, L>(detail::listed_extents<L>(e0, es...),
-                                                           [&](auto&& f) { (f(e0), ..., f(es)); });
-  }
+  return detail::join_listed<false, D>(e0, es...);
 }
 
 }  // namespace dimsum
