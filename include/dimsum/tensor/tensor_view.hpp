@@ -7,10 +7,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <dimsum/tensor/expression.hpp>
 #include <dimsum/tensor/named_access.hpp>
