@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gemm_args.hpp"
@@ -85,6 +86,27 @@ struct variant {
   void (*run)(problem&);
 };
 
+// The variants of this build's arch: the AVX-512 tiles, or (an x86-64-v3
+// build, AVX2 + FMA) the AVX2 ones.
+std::vector<variant> variants_for_this_arch() {
+  if constexpr (std::is_base_of_v<xsimd::avx512f, dk::best_gemm_arch>) {
+    return {
+        {"dimsum contract (its blocking)", &run_blocked<kd::contract_blocking<float, dk::best_gemm_arch>>},
+        {"6 x 4 vectors, A packed past 256 columns", &run_blocked<kd::avx512_tile<float, 6, 4>>},
+        {"12 x 2 vectors, MC 96 KC 512 NC 2048 (before)", &run_blocked<kd::gemm_blocking<12, 32, 96, 512, 2048>>},
+        {"12 x 2 vectors, run-time blocks", &run_blocked<kd::gemm_blocking<12, 32, 480, 1024, 8192>>},
+        {"8 x 3 vectors, run-time blocks", &run_blocked<kd::gemm_blocking<8, 48, 480, 1024, 8160>>},
+    };
+  } else {
+    return {
+        {"dimsum contract (its blocking)", &run_blocked<kd::contract_blocking<float, dk::best_gemm_arch>>},
+        {"6 x 2 vectors, A packed (the default tile)", &run_blocked<kd::gemm_blocking<6, 16, 96, 1024, 2048>>},
+        {"6 x 2 vectors, A in place", &run_blocked<kd::gemm_blocking<6, 16, 96, 1024, 2048, 2048>>},
+        {"4 x 3 vectors, A packed", &run_blocked<kd::gemm_blocking<4, 24, 96, 1024, 2040>>},
+    };
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,13 +117,8 @@ int main(int argc, char** argv) {
   problem p(std::stoul(argv[1]), std::stoul(argv[2]), std::stoul(argv[3]));
   const int reps = argc > 4 ? std::atoi(argv[4]) : 3, rounds = argc > 5 ? std::atoi(argv[5]) : 6;
   dimsum::set_num_threads(1);
-  const variant variants[] = {
-      {"dimsum contract (its blocking)", &run_blocked<kd::contract_blocking<float, dk::best_gemm_arch>>},
-      {"6 x 4 vectors, A packed past 256 columns", &run_blocked<kd::avx512_tile<float, 6, 4>>},
-      {"12 x 2 vectors, MC 96 KC 512 NC 2048 (before)", &run_blocked<kd::gemm_blocking<12, 32, 96, 512, 2048>>},
-      {"12 x 2 vectors, run-time blocks", &run_blocked<kd::gemm_blocking<12, 32, 480, 1024, 8192>>},
-      {"8 x 3 vectors, run-time blocks", &run_blocked<kd::gemm_blocking<8, 48, 480, 1024, 8160>>},
-  };
+  const std::vector<variant> variants = variants_for_this_arch();
+
   for (const variant& v : variants) {
     v.run(p);
     if (!p.matches()) {
@@ -111,15 +128,15 @@ int main(int argc, char** argv) {
   }
   const double flop = 2.0 * double(p.m) * double(p.n) * double(p.k);
   double openblas = 0;
-  std::vector<double> best(std::size(variants), 0);
+  std::vector<double> best(variants.size(), 0);
   for (int r = 0; r < rounds; ++r) {
     openblas = std::max(openblas, flop / best_ms([&] { p.run_openblas(); }, reps) / 1e6);
-    for (std::size_t i = 0; i < std::size(variants); ++i)
+    for (std::size_t i = 0; i < variants.size(); ++i)
       best[i] = std::max(best[i], flop / best_ms([&] { variants[i].run(p); }, reps) / 1e6);
   }
   std::printf("%zu x %zu x %zu float, one thread, thread CPU time; dimsum kernels %s, OpenBLAS %s %.1f GFLOP/s\n", p.m,
               p.n, p.k, dimsum::kernel_isa(), openblas_get_corename(), openblas);
-  for (std::size_t i = 0; i < std::size(variants); ++i)
+  for (std::size_t i = 0; i < variants.size(); ++i)
     std::printf("  %-48s %7.1f GFLOP/s  %.2fx OpenBLAS\n", variants[i].name, best[i], best[i] / openblas);
   return 0;
 }

@@ -16,12 +16,25 @@
 //   train_char_transformer --steps 3000 --d-model 96 --layers 3 --heads 4 --seed 7 --out runs/a
 //   (also --batch, --lr, --warmup, --context, --d-mlp, --eval-every, --eval-batches,
 //    --sample-chars, --data DIR, and --threads N, 1 by default)
+//   train_char_transformer --steps 3000 --stop-after 1000 --out runs/a     # stops as if interrupted
+//   train_char_transformer --steps 3000 --resume runs/a --out runs/a       # continues from step 1000
+//
+// The checkpoint (OUT/char_transformer.safetensors, written at the end and
+// every --save-every N steps) holds the model, the step, the model's sizes
+// and the batch sampler's state in its metadata; beside it,
+// OUT/char_transformer.optimizer.safetensors holds AdamW's state
+// (save_optimizer_state). --resume DIR loads both and continues from the
+// saved step to --steps with the sizes of the checkpoint: the parameters at
+// the end are bit for bit those of a run that was never interrupted (with
+// the same options and --threads; the schedule is a function of the step).
 //
 // Exit status 1 if a check fails: the initial loss is ln(vocab) within
 // 0.05 (the initialisation's logits are near 0), the training and held-out
 // losses fall by more than 0.5 and the held-out loss ends below the unigram
 // baseline, the checkpoint reloaded into a fresh model gives the same
-// held-out loss, and the loss curve is written.
+// held-out loss, and the loss curve is written (the checks of the losses'
+// progress only for a run from step 0 to --steps, without --resume or
+// --stop-after).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +51,7 @@
 
 #include <unistd.h>
 
+#include <dimsum/io/optimizer_state.hpp>
 #include <dimsum/io/state_dict.hpp>
 #include <dimsum/kernels/threads.hpp>
 #include <dimsum/optim/optim.hpp>
@@ -65,6 +79,9 @@ struct options {
   // second thread gains little (with OpenMP regions, a busy machine once
   // made the run 7x slower). 0: the default (OMP_NUM_THREADS, else the cores).
   std::size_t threads = 1;
+  std::size_t save_every = 0;  // 0: the checkpoint is written at the end only
+  std::size_t stop_after = 0;  // 0: run to --steps
+  std::string resume;          // a directory holding a checkpoint to continue from
   bool smoke = false;
   config model;
 };
@@ -73,7 +90,7 @@ struct options {
   std::cerr << "train_char_transformer: " << why << "\n"
             << "options: --steps N --batch N --lr X --warmup N --eval-every N --eval-batches N --seed N\n"
             << "         --context N --d-model N --layers N --heads N --d-mlp N --out DIR --data DIR\n"
-            << "         --sample-chars N --threads N --smoke\n";
+            << "         --sample-chars N --threads N --save-every N --stop-after N --resume DIR --smoke\n";
   std::exit(2);
 }
 
@@ -138,6 +155,9 @@ options parse(int argc, char** argv) {
   num("--layers", o.model.n_layers);
   num("--heads", o.model.n_heads);
   num("--d-mlp", o.model.d_mlp);
+  num("--save-every", o.save_every);
+  num("--stop-after", o.stop_after);
+  if (auto it = kv.find("--resume"); it != kv.end()) o.resume = it->second, kv.erase(it);
   if (auto it = kv.find("--out"); it != kv.end()) o.out = it->second, kv.erase(it);
   if (auto it = kv.find("--data"); it != kv.end()) o.data = it->second, kv.erase(it);
   if (!kv.empty()) usage(("unknown option " + kv.begin()->first).c_str());
@@ -367,8 +387,33 @@ std::string clock(double seconds) {
 
 }  // namespace
 
+// The checkpoint files in directory `dir`.
+std::string model_file(const std::string& dir) { return (fs::path(dir) / "char_transformer.safetensors").string(); }
+std::string optimizer_file(const std::string& dir) {
+  return (fs::path(dir) / "char_transformer.optimizer.safetensors").string();
+}
+
+// A metadata value of the checkpoint `path`, or an error naming it.
+const std::string& meta(const dimsum::safetensors_contents& c, const std::string& path, const std::string& key) {
+  const auto it = c.metadata.find(key);
+  if (it == c.metadata.end())
+    throw std::runtime_error("checkpoint '" + path + "' has no metadata '" + key + "'; it cannot be resumed");
+  return it->second;
+}
+
 int main(int argc, char** argv) try {
-  const options o = parse(argc, argv);
+  options o = parse(argc, argv);
+  // Resuming: the model's sizes are the checkpoint's.
+  dimsum::safetensors_contents resumed;
+  if (!o.resume.empty()) {
+    resumed = dimsum::read_safetensors(model_file(o.resume));
+    const std::string path = model_file(o.resume);
+    o.model.context = std::stoull(meta(resumed, path, "context"));
+    o.model.d_model = std::stoull(meta(resumed, path, "d_model"));
+    o.model.n_layers = std::stoull(meta(resumed, path, "n_layers"));
+    o.model.n_heads = std::stoull(meta(resumed, path, "n_heads"));
+    o.model.d_mlp = std::stoull(meta(resumed, path, "d_mlp"));
+  }
   dimsum::set_num_threads(int(o.threads));
   const corpus c = make_corpus(read_fortunes(o.data));
   config cfg = o.model;
@@ -380,6 +425,28 @@ int main(int argc, char** argv) try {
 
   model m = make_model(cfg);
   init_model(m, o.seed);
+  optim::adamw opt({.lr = o.lr, .weight_decay = 0.01});
+  std::mt19937_64 gen(optim::derive_seed(o.seed, "batches"));
+  std::size_t first_step = 0;
+  if (!o.resume.empty()) {
+    const std::string path = model_file(o.resume);
+    if (meta(resumed, path, "vocab") != c.chars)
+      throw std::runtime_error("checkpoint '" + path + "' was trained on another text (another vocabulary)");
+    first_step = std::stoull(meta(resumed, path, "step"));
+    dimsum::load_safetensors(path, m);
+    dimsum::load_optimizer_state(optimizer_file(o.resume), m, opt);
+    // The optimizer file is written before the model's: a run stopped
+    // between the two leaves an optimizer ahead of the model.
+    if (opt.state<dimsum::parameter<float, vocab, d_model>>("tok_embed").step != std::int64_t(first_step))
+      throw std::runtime_error("checkpoint '" + path + "' is at step " + std::to_string(first_step) +
+                               " but its optimizer state is not; the run stopped while saving");
+    std::istringstream(meta(resumed, path, "batch_rng")) >> gen;
+    std::cout << "resuming from " << path << " at step " << first_step << "\n";
+  }
+  const std::size_t last_step = o.stop_after ? std::min(o.stop_after, o.steps) : o.steps;
+  if (first_step >= last_step)
+    throw std::runtime_error("nothing to train: the run starts at step " + std::to_string(first_step) +
+                             " and stops at " + std::to_string(last_step));
   std::cout << "text: " << c.train.size() << " training and " << c.held_out.size()
             << " held-out characters from " << o.data << "; vocabulary " << cfg.vocab << " characters\n"
             << "model: " << cfg.n_layers << " blocks, d_model " << cfg.d_model << ", " << cfg.n_heads
@@ -391,17 +458,33 @@ int main(int argc, char** argv) try {
             << " characters, AdamW lr " << o.lr << " (warmup " << o.warmup << ", cosine), clip 1.0, seed " << o.seed
             << "\n";
 
-  optim::adamw opt({.lr = o.lr, .weight_decay = 0.01});
   const optim::warmup_cosine_schedule schedule{.base_lr = o.lr, .warmup_steps = o.warmup, .total_steps = o.steps,
                                                .min_lr = o.lr / 10};
-  std::mt19937_64 gen(optim::derive_seed(o.seed, "batches"));
   const std::size_t span = c.train.size() - cfg.context - 1;
   const bool tty = isatty(2);
   std::vector<point> train_curve, held_curve;
-  held_curve.push_back({0, held_out_loss(m, c, o)});
+  held_curve.push_back({first_step, held_out_loss(m, c, o)});
+  fs::create_directories(o.out);
+  const std::string ckpt = model_file(o.out);
+  // The optimizer's state first, then the model's file with the step: the
+  // model file is the record that a checkpoint is whole.
+  auto save_checkpoint = [&](std::size_t steps_done) {
+    std::ostringstream rng;
+    rng << gen;
+    dimsum::save_optimizer_state(optimizer_file(o.out), m, opt);
+    dimsum::save_safetensors(ckpt, m,
+                             {{"vocab", c.chars},
+                              {"context", std::to_string(cfg.context)},
+                              {"d_model", std::to_string(cfg.d_model)},
+                              {"n_layers", std::to_string(cfg.n_layers)},
+                              {"n_heads", std::to_string(cfg.n_heads)},
+                              {"d_mlp", std::to_string(cfg.d_mlp)},
+                              {"step", std::to_string(steps_done)},
+                              {"batch_rng", rng.str()}});
+  };
   const auto start = std::chrono::steady_clock::now();
   double train_seconds = 0;
-  for (std::size_t step = 0; step < o.steps; ++step) {
+  for (std::size_t step = first_step; step < last_step; ++step) {
     std::vector<std::size_t> starts(o.batch_size);
     for (auto& s : starts) s = std::size_t(gen() % span);
     auto [x, y] = windows(c.train, starts, cfg.context);
@@ -418,10 +501,10 @@ int main(int argc, char** argv) try {
     opt.step(m);
     train_curve.push_back({step, l});
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const bool eval = (step + 1) % o.eval_every == 0 || step + 1 == o.steps;
-    if (tty || eval || step == 0 || (step + 1) % 50 == 0) {
-      const double done = double(step + 1) / double(o.steps);
-      const double tok_s = double((step + 1) * o.batch_size * cfg.context) / elapsed;
+    const bool eval = (step + 1) % o.eval_every == 0 || step + 1 == last_step;
+    if (tty || eval || step == first_step || (step + 1) % 50 == 0) {
+      const double done = double(step + 1 - first_step) / double(last_step - first_step);
+      const double tok_s = double((step + 1 - first_step) * o.batch_size * cfg.context) / elapsed;
       char line[200];
       const int bar = int(done * 24);
       std::snprintf(line, sizeof line, "[%.*s%*s] step %zu/%zu  loss %.4f  %.0f tok/s  elapsed %s  left %s",
@@ -434,30 +517,25 @@ int main(int argc, char** argv) try {
       std::cerr << (tty ? "\n" : "") << "  held-out loss " << held_curve.back().loss << "\n";
     }
     train_seconds = elapsed;
+    if (o.save_every && (step + 1) % o.save_every == 0 && step + 1 != last_step) save_checkpoint(step + 1);
   }
+  save_checkpoint(last_step);
   const double held = held_curve.back().loss;
   double last_train = 0;
   const std::size_t tail = std::min<std::size_t>(train_curve.size(), 20);
   for (std::size_t i = train_curve.size() - tail; i < train_curve.size(); ++i) last_train += train_curve[i].loss;
   last_train /= double(tail);
 
-  fs::create_directories(o.out);
-  const std::string ckpt = (fs::path(o.out) / "char_transformer.safetensors").string();
-  std::map<std::string, std::string> meta{{"vocab", c.chars},
-                                          {"context", std::to_string(cfg.context)},
-                                          {"d_model", std::to_string(cfg.d_model)},
-                                          {"n_layers", std::to_string(cfg.n_layers)},
-                                          {"n_heads", std::to_string(cfg.n_heads)},
-                                          {"d_mlp", std::to_string(cfg.d_mlp)}};
-  dimsum::save_safetensors(ckpt, m, meta);
   model fresh = make_model(cfg);
   dimsum::load_safetensors(ckpt, fresh);
   const double reloaded = held_out_loss(fresh, c, o);
   const std::string svg = (fs::path(o.out) / "loss_curve.svg").string();
   write_svg(svg, train_curve, held_curve, ln_vocab, unigram, o.steps);
 
-  std::cout << "\ntrained " << o.steps << " steps in " << clock(train_seconds) << " ("
-            << std::lround(double(o.steps * o.batch_size * cfg.context) / train_seconds) << " tokens/s)\n"
+  const std::size_t trained = last_step - first_step;
+  std::cout << "\ntrained " << trained << " steps (" << first_step << " to " << last_step << " of " << o.steps
+            << ") in " << clock(train_seconds) << " ("
+            << std::lround(double(trained * o.batch_size * cfg.context) / train_seconds) << " tokens/s)\n"
             << "loss: initial " << train_curve.front().loss << " (ln(vocab) = " << ln_vocab << "), final train "
             << last_train << " (mean of the last " << tail << " steps), held out " << held_curve.front().loss
             << " -> " << held << " (unigram baseline " << unigram << ")\n"
@@ -474,12 +552,14 @@ int main(int argc, char** argv) try {
   auto expect = [&](bool ok, const std::string& what) {
     if (!ok) std::cout << "CHECK FAILED: " << what << "\n", ++failures;
   };
-  expect(std::abs(train_curve.front().loss - ln_vocab) < 0.05, "the initial loss is ln(vocab) within 0.05");
-  expect(last_train < train_curve.front().loss - 0.5, "the training loss falls by more than 0.5");
-  expect(held < held_curve.front().loss - 0.5, "the held-out loss falls by more than 0.5");
+  if (first_step == 0 && last_step == o.steps) {  // the progress of a whole run
+    expect(std::abs(train_curve.front().loss - ln_vocab) < 0.05, "the initial loss is ln(vocab) within 0.05");
+    expect(last_train < train_curve.front().loss - 0.5, "the training loss falls by more than 0.5");
+    expect(held < held_curve.front().loss - 0.5, "the held-out loss falls by more than 0.5");
+    expect(held < unigram, "the held-out loss is below the unigram baseline");
+  }
   expect(std::abs(reloaded - held) <= 1e-6 * std::abs(held), "the reloaded checkpoint gives the same held-out loss");
   expect(fs::file_size(svg) > 1000, "the loss curve is written");
-  expect(held < unigram, "the held-out loss is below the unigram baseline");
   return failures == 0 ? 0 : 1;
 } catch (const std::exception& e) {
   std::cerr << "train_char_transformer: " << e.what() << "\n";

@@ -2,12 +2,17 @@
 // (grad_check.hpp): einsum in both spellings with grouped axes, three
 // operands and dims summed out of one operand alone; element-wise
 // operations with broadcasting by name and scalars; exp, sqrt; sum, mean,
-// max, min; softmax; cumsum (and argmax, argmin: no gradient); causal_mask, masked_fill (fully masked rows
-// included), where; rename, rearrange; extent-1 dims broadcast along several
+// max, min; softmax; cumsum (and argmax, argmin: no gradient); causal_mask,
+// masked_fill (fully masked rows included), where; sigmoid, silu, abs, clamp,
+// pow, minimum, maximum (and their values at the kinks against torch 1.13);
+// rename, rearrange; extent-1 dims broadcast along several
 // dims with a parameter used twice and x = f(x) in a loop.
 #include "grad_check.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 using dimsum::parameter;
 using dimsum::tensor;
@@ -234,4 +239,127 @@ TEST_CASE("grad: extent-1 dims, broadcasting along several dims, a parameter use
     auto z = dimsum::einsum<"a b c, c, a c -> a b">(X, W, U);
     return loss_of(y) + loss_of(z) + loss_of(dimsum::softmax<c>(X * W)) + loss_of(dimsum::max<b>(X) * U);
   }, x, w, u);
+}
+
+TEST_CASE("grad math: sigmoid, silu, abs, clamp against finite differences", "[grad][math]") {
+  auto x = random_parameter<ab_t>(40, 1.5, a{3}, b{4});
+  // Keep every element away from the kinks of abs (0) and clamp (+-0.5),
+  // where a central difference straddles two slopes.
+  for (auto& v : x.value.storage())
+    for (double kink : {0.0, 0.5, -0.5})
+      if (std::abs(v - kink) < 1e-3) v += 0.01;
+  check([](grad::tape&, auto x) { return loss_of(dimsum::sigmoid(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::silu(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::abs(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::clamp(x, -0.5, 0.5f)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::silu(dimsum::abs(x) * 2.0) + dimsum::sigmoid(x)); }, x);
+}
+
+TEST_CASE("grad math: pow, minimum, maximum with broadcasting by name, tensors and scalars", "[grad][math]") {
+  auto x = random_parameter<ab_t>(41, 1.0, a{3}, b{4});
+  auto y = random_parameter<parameter<double, b>>(42, 1.0, b{4});
+  auto pos = random_parameter<ab_t>(43, 1.0, a{3}, b{4});
+  for (auto& v : pos.value.storage()) v = 0.5 + std::abs(v);  // a positive base
+  const tensor<double, b> t = tensor<double, b>::random_normal(44, b{4});
+  tensor<double, b> tpos = t;
+  for (auto& v : tpos.storage()) v = 0.5 + std::abs(v);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::pow(x, 3.0)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::pow(x, 2)); }, x);
+  check([](grad::tape&, auto p) { return loss_of(dimsum::pow(p, -1.5)); }, pos);
+  check([](grad::tape&, auto p, auto y) { return loss_of(dimsum::pow(p, y)); }, pos, y);
+  check([&](grad::tape&, auto p) { return loss_of(dimsum::pow(p, t)); }, pos);
+  check([&](grad::tape&, auto y) { return loss_of(dimsum::pow(tpos, y)); }, y);
+  check([](grad::tape&, auto y) { return loss_of(dimsum::pow(2.0, y)); }, y);
+  // x and y (broadcast along a) never tie: the gradients split cleanly.
+  check([](grad::tape&, auto x, auto y) { return loss_of(dimsum::maximum(x, y)); }, x, y);
+  check([](grad::tape&, auto x, auto y) { return loss_of(dimsum::minimum(y, x)); }, x, y);
+  check([&](grad::tape&, auto x) { return loss_of(dimsum::maximum(t, x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::minimum(x, 0.25) + dimsum::maximum(0.25, x)); }, x);
+}
+
+namespace {
+// The gradient of sum(f(x)) for x a parameter<double, a> holding xs.
+template <class F>
+std::vector<double> grad_of_sum(const std::vector<double>& xs, F f) {
+  parameter<double, a> x(tensor<double, a>(a{xs.size()}));
+  std::copy(xs.begin(), xs.end(), x.value.data());
+  grad::tape t;
+  t.backward(dimsum::einsum<>(f(t.watch(x))));
+  return {x.grad.data(), x.grad.data() + xs.size()};
+}
+// The gradients of sum(f(x, y)) for two parameters.
+template <class F>
+std::pair<std::vector<double>, std::vector<double>> grads_of_sum(const std::vector<double>& xs,
+                                                                 const std::vector<double>& ys, F f) {
+  parameter<double, a> x(tensor<double, a>(a{xs.size()}));
+  parameter<double, a> y(tensor<double, a>(a{ys.size()}));
+  std::copy(xs.begin(), xs.end(), x.value.data());
+  std::copy(ys.begin(), ys.end(), y.value.data());
+  grad::tape t;
+  t.backward(dimsum::einsum<>(f(t.watch(x), t.watch(y))));
+  return {{x.grad.data(), x.grad.data() + xs.size()}, {y.grad.data(), y.grad.data() + ys.size()}};
+}
+// Equal as torch's values: NaN with NaN, an infinity with the same one,
+// finite values to 1e-14 relative.
+void check_torch(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", torch " << want[i]);
+    if (std::isnan(want[i]))
+      CHECK(std::isnan(got[i]));
+    else if (std::isinf(want[i]))
+      CHECK(got[i] == want[i]);
+    else
+      CHECK(std::abs(got[i] - want[i]) <= 1e-14 * std::abs(want[i]));
+  }
+}
+}  // namespace
+
+// The expected values are torch 1.13's (float64), printed by
+//   /usr/bin/python3 -c "import torch; x = torch.tensor([...], dtype=torch.float64, requires_grad=True);
+//                        torch.abs(x).sum().backward(); print(x.grad.tolist())"
+// with the function and the values of each line.
+TEST_CASE("grad math: gradients at the kinks are torch's", "[grad][math]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  using V = std::vector<double>;
+  // abs: sgn(x), 0 at +-0 and NaN.
+  check_torch(grad_of_sum({-2.0, -0.0, 0.0, 1.5, nan}, [](auto x) { return dimsum::abs(x); }), {-1, 0, 0, 1, 0});
+  // clamp(x, -1, 1): the bounds are inside; NaN gets 0; lo > hi gives 0 everywhere.
+  check_torch(grad_of_sum({-2.0, -1.0, 0.0, 1.0, 2.0, nan}, [](auto x) { return dimsum::clamp(x, -1.0, 1.0); }),
+              {0, 1, 1, 1, 0, 0});
+  check_torch(grad_of_sum({-2.0, 0.0, 0.5, 1.0, 2.0}, [](auto x) { return dimsum::clamp(x, 1.0, -1.0); }),
+              {0, 0, 0, 0, 0});
+  // maximum / minimum: half each on a tie, whole to each where one is NaN.
+  const V l{1, 2, 3, nan, 1}, r{1, 1, 4, 1, nan};
+  auto [max_l, max_r] = grads_of_sum(l, r, [](auto x, auto y) { return dimsum::maximum(x, y); });
+  check_torch(max_l, {0.5, 1, 0, 1, 1});
+  check_torch(max_r, {0.5, 0, 1, 1, 1});
+  auto [min_l, min_r] = grads_of_sum(l, r, [](auto x, auto y) { return dimsum::minimum(x, y); });
+  check_torch(min_l, {0.5, 0, 1, 1, 1});
+  check_torch(min_r, {0.5, 1, 0, 1, 1});
+  // torch.maximum(x, torch.tensor(1.0)): a scalar ties too.
+  check_torch(grad_of_sum({0.0, 1.0, 2.0}, [](auto x) { return dimsum::maximum(x, 1.0); }), {0, 0.5, 1});
+  check_torch(grad_of_sum({0.0, 1.0, 2.0}, [](auto x) { return dimsum::minimum(1.0, x); }), {1, 0.5, 0});
+  // pow(x, p) at 0 (torch.pow(x, p) with a Python float p).
+  const V at{0.0, 2.0, -2.0};
+  check_torch(grad_of_sum(at, [](auto x) { return dimsum::pow(x, 0.0); }), {0, 0, 0});
+  check_torch(grad_of_sum(at, [](auto x) { return dimsum::pow(x, 1.0); }), {1, 1, 1});
+  check_torch(grad_of_sum(at, [](auto x) { return dimsum::pow(x, 2.0); }), {0, 4, -4});
+  check_torch(grad_of_sum(at, [](auto x) { return dimsum::pow(x, 3.0); }), {0, 12, 12});
+  check_torch(grad_of_sum(at, [](auto x) { return dimsum::pow(x, 0.5); }), {inf, 0.35355339059327373, nan});
+  check_torch(grad_of_sum(at, [](auto x) { return dimsum::pow(x, -1.0); }), {-inf, -0.25, -0.25});
+  // pow(x, y) of two vars: 0 to x where y == 0, 0 to y where x == 0 and y >= 0.
+  auto [pow_x, pow_y] = grads_of_sum({0, 0, 0, 2, -2, 0}, {0, 2, -1, 0.5, 2, 0.5},
+                                     [](auto x, auto y) { return dimsum::pow(x, y); });
+  check_torch(pow_x, {0, 0, -inf, 0.3535533905932738, -4, inf});
+  check_torch(pow_y, {0, 0, -inf, 0.9802581434685472, nan, 0});
+  // pow(base, y) with a scalar base.
+  check_torch(grad_of_sum({0.0, 1.0, -1.0, 2.0}, [](auto y) { return dimsum::pow(0.0, y); }), {0, 0, -inf, 0});
+  check_torch(grad_of_sum({0.0, 1.0, -1.0}, [](auto y) { return dimsum::pow(2.0, y); }),
+              {0.6931471805599453, 1.3862943611198906, 0.34657359027997264});
+  // sigmoid and silu at 0 and +-inf.
+  check_torch(grad_of_sum({0.0, 2.0, -inf, inf}, [](auto x) { return dimsum::sigmoid(x); }),
+              {0.25, 0.10499358540350662, 0, 0});
+  check_torch(grad_of_sum({0.0, 2.0, -inf, inf, -50.0}, [](auto x) { return dimsum::silu(x); }),
+              {0.5, 1.0907842487848955, nan, nan, -9.450874255023198e-21});
 }

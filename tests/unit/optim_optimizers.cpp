@@ -1,16 +1,25 @@
 // optim/: SGD and AdamW against torch.optim (1.13) step by step, gradient
 // clipping against torch.nn.utils.clip_grad_norm_, the warmup-cosine
-// schedule against LambdaLR and hand-computed values, and seeding. The
+// schedule against LambdaLR and hand-computed values, seeding, and
+// optimizer checkpoints (io/optimizer_state.hpp: resume equals an
+// uninterrupted run bit for bit; the saved moments equal torch's). The
 // fixtures come from tests/reference/make_optim_fixtures.py (float64).
 #include <catch2/catch.hpp>
 
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 
 #include <dimsum/io/npy.hpp>
+#include <dimsum/io/optimizer_state.hpp>
+#include <dimsum/io/state_dict.hpp>
 #include <dimsum/optim/optim.hpp>
+
+#include "scoped_dir.hpp"
 
 namespace {
 DIMSUM_DIM(row, 3);
@@ -68,6 +77,18 @@ void replay(Optimizer& opt, toy<T>& m, const std::string& c, double rel, double 
     opt.step(m);
     check_close(m.W.value.data(), wantW.data() + s * 12, 12, rel, abs, c + " W after step " + std::to_string(s));
     check_close(m.b.value.data(), wantb.data() + s * 4, 4, rel, abs, c + " b after step " + std::to_string(s));
+  }
+}
+
+// Sets the fixture gradients of steps [from, to) one by one and steps.
+template <class T, class Optimizer>
+void run_steps(Optimizer& opt, toy<T>& m, std::size_t from, std::size_t to) {
+  const auto gW = fixture<dimsum::tensor<double, step, row, col>>("grads_W");
+  const auto gb = fixture<dimsum::tensor<double, step, col>>("grads_b");
+  for (std::size_t s = from; s < to; ++s) {
+    for (std::size_t i = 0; i < 12; ++i) m.W.grad.data()[i] = T(gW.data()[s * 12 + i]);
+    for (std::size_t i = 0; i < 4; ++i) m.b.grad.data()[i] = T(gb.data()[s * 4 + i]);
+    opt.step(m);
   }
 }
 
@@ -395,4 +416,205 @@ TEST_CASE("optim_clip: zero, infinite and NaN gradients as torch.nn.utils.clip_g
     for (double v : clip(1, nan, 2, norm_type, total)) CHECK(std::isnan(v));
     CHECK(std::isnan(total));
   }
+}
+
+namespace {
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Trains k steps, saves model and optimizer, loads both into a fresh model
+// and an optimizer built with other options, trains the remaining steps,
+// and compares with an uninterrupted run bit for bit.
+template <class Optimizer, class Options>
+void check_resume(const Options& options, std::size_t k) {
+  const test::scoped_dir dir("optim_resume");
+  auto whole = initial<float>();
+  Optimizer uninterrupted(options);
+  run_steps(uninterrupted, whole, 0, 6);
+
+  auto first = initial<float>();
+  Optimizer before(options);
+  run_steps(before, first, 0, k);
+  dimsum::save_safetensors((dir / "model.safetensors").string(), first);
+  dimsum::save_optimizer_state((dir / "optimizer.safetensors").string(), first, before);
+
+  toy<float> resumed;
+  resumed.W = dimsum::parameter<float, row, col>(dimsum::tensor<float, row, col>{});
+  resumed.b = dimsum::parameter<float, col>(dimsum::tensor<float, col>{});
+  dimsum::load_safetensors((dir / "model.safetensors").string(), resumed);
+  Optimizer after(Options{.lr = 0.5});  // the file's options replace these
+  dimsum::load_optimizer_state((dir / "optimizer.safetensors").string(), resumed, after);
+  CHECK(after.options.lr == options.lr);
+  run_steps(after, resumed, k, 6);
+  CHECK(std::memcmp(resumed.W.value.data(), whole.W.value.data(), 12 * sizeof(float)) == 0);
+  CHECK(std::memcmp(resumed.b.value.data(), whole.b.value.data(), 4 * sizeof(float)) == 0);
+}
+}  // namespace
+
+TEST_CASE("optim_checkpoint: resuming from a saved model and optimizer equals an uninterrupted run bit for bit") {
+  using dimsum::optim::adamw;
+  using dimsum::optim::sgd;
+  for (std::size_t k : {0, 1, 3}) {
+    INFO("interrupted after " << k << " steps");
+    for (std::string c : {"adamw_default", "adamw_custom", "adamw_amsgrad"}) {
+      INFO(c);
+      check_resume<adamw>(adamw_case(c), k);
+    }
+    for (std::string c : {"sgd_plain", "sgd_momentum", "sgd_nesterov", "sgd_maximize"}) {
+      INFO(c);
+      check_resume<sgd>(sgd_case(c), k);
+    }
+  }
+}
+
+TEST_CASE("optim_checkpoint: the saved AdamW state after six steps equals torch.optim.AdamW's") {
+  const test::scoped_dir dir("optim_state_torch");
+  const std::string path = (dir / "optimizer.safetensors").string();
+  for (std::string c : {"adamw_default", "adamw_custom", "adamw_amsgrad"}) {
+    INFO(c);
+    auto m = initial<double>();
+    dimsum::optim::adamw opt(adamw_case(c));
+    run_steps(opt, m, 0, 6);
+    dimsum::save_optimizer_state(path, m, opt);
+    const auto file = dimsum::read_safetensors(path);
+    const auto want = fixture<dimsum::tensor<double, moment, row, col>>(c + "_state_W");
+    const auto& exp_avg = file.tensors.at("W.exp_avg");
+    const auto& exp_avg_sq = file.tensors.at("W.exp_avg_sq");
+    CHECK(exp_avg.dtype == "F64");
+    CHECK(exp_avg.shape == std::vector<std::size_t>{3, 4});
+    check_close(reinterpret_cast<const double*>(exp_avg.data.data()), want.data(), 12, rel64, abs64, "exp_avg");
+    check_close(reinterpret_cast<const double*>(exp_avg_sq.data.data()), want.data() + 12, 12, rel64, abs64,
+                "exp_avg_sq");
+    const auto& step_count = file.tensors.at("b.step");
+    CHECK(step_count.dtype == "I64");
+    CHECK(step_count.shape.empty());
+    std::int64_t steps = 0;
+    std::memcpy(&steps, step_count.data.data(), sizeof steps);
+    CHECK(steps == 6);
+    CHECK(file.tensors.count("W.max_exp_avg_sq") == (c == "adamw_amsgrad" ? 1u : 0u));
+    CHECK(file.metadata.at("dimsum.optimizer") == "adamw");
+    CHECK(file.metadata.at("dimsum.optimizer.lr") == (c == "adamw_default" ? "0.001" : c == "adamw_custom" ? "0.02" : "0.05"));
+    CHECK(file.metadata.at("dimsum.optimizer.states") == "2");
+  }
+  // SGD: the momentum buffer under torch's key, equal to torch's.
+  auto m = initial<double>();
+  dimsum::optim::sgd opt(sgd_case("sgd_momentum"));
+  run_steps(opt, m, 0, 6);
+  dimsum::save_optimizer_state(path, m, opt);
+  const auto file = dimsum::read_safetensors(path);
+  CHECK(file.tensors.size() == 2);
+  const auto want = fixture<dimsum::tensor<double, row, col>>("sgd_momentum_state_W");
+  check_close(reinterpret_cast<const double*>(file.tensors.at("W.momentum_buffer").data.data()), want.data(), 12,
+              rel64, abs64, "momentum_buffer");
+}
+
+TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the optimizer is unchanged") {
+  using dimsum::optim::adamw;
+  const test::scoped_dir dir("optim_state_errors");
+  const std::string good = (dir / "good.safetensors").string(), bad = (dir / "bad.safetensors").string();
+  auto m = initial<double>();
+  adamw saved(adamw_case("adamw_custom"));
+  run_steps(saved, m, 0, 2);
+  dimsum::save_optimizer_state(good, m, saved);
+
+  // The optimizer that must survive every failed load: 1 step, default options.
+  auto m2 = initial<double>();
+  adamw opt;
+  run_steps(opt, m2, 0, 1);
+  using W_t = dimsum::parameter<double, row, col>;
+  const auto exp_avg0 = opt.state<W_t>("W").exp_avg;
+  auto unchanged = [&] {
+    CHECK(opt.options.lr == 1e-3);
+    CHECK(opt.state<W_t>("W").step == 1);
+    CHECK(std::memcmp(opt.state<W_t>("W").exp_avg.data(), exp_avg0.data(), 12 * sizeof(double)) == 0);
+  };
+  auto with = [&](auto change) {
+    auto c = dimsum::read_safetensors(good);
+    change(c);
+    dimsum::write_safetensors(bad, c);
+    return bad;
+  };
+
+  SECTION("a missing key") {
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with([](auto& c) { c.tensors.erase("b.exp_avg"); }), m2, opt),
+                      Catch::Contains("does not fit the module: missing keys 'b.exp_avg'"));
+    unchanged();
+  }
+  SECTION("an unexpected key") {
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
+                          with([](auto& c) { c.tensors.emplace("c.exp_avg", c.tensors.at("b.exp_avg")); }), m2, opt),
+                      Catch::Contains("unexpected keys 'c.exp_avg'"));
+    unchanged();
+  }
+  SECTION("an extent that differs: a shape_error naming the key, the dim and both extents") {
+    auto widen = [](auto& c) {
+      auto& t = c.tensors.at("W.exp_avg_sq");
+      t.shape = {3, 5};
+      t.data.resize(15 * sizeof(double));
+    };
+    CHECK_THROWS_AS(dimsum::load_optimizer_state(with(widen), m2, opt), dimsum::shape_error);
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with(widen), m2, opt),
+                      Catch::Contains("'W.exp_avg_sq' (row, col): dim 'col' has extent 4 in the module but 5 in the "
+                                      "checkpoint"));
+    unchanged();
+  }
+  SECTION("another dtype") {
+    auto m32 = initial<float>();
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(good, m32, opt),
+                      Catch::Contains("'W.exp_avg' is F32 in the optimizer but F64 in the checkpoint"));
+    unchanged();
+  }
+  SECTION("another optimizer, a missing or invalid option") {
+    dimsum::optim::sgd s({.lr = 0.1, .momentum = 0.9});
+    run_steps(s, m, 0, 1);
+    dimsum::save_optimizer_state(bad, m, s);
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(bad, m2, opt), Catch::Contains("is the state of sgd, not of adamw"));
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
+                          with([](auto& c) { c.metadata.erase("dimsum.optimizer.beta2"); }), m2, opt),
+                      Catch::Contains("has no metadata 'dimsum.optimizer.beta2'"));
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
+                          with([](auto& c) { c.metadata["dimsum.optimizer.amsgrad"] = "yes"; }), m2, opt),
+                      Catch::Contains("option amsgrad is 'yes', not a bool"));
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(
+                          with([](auto& c) { c.metadata["dimsum.optimizer.beta1"] = "1"; }), m2, opt),
+                      Catch::Contains("adamw: invalid beta1"));
+    unchanged();
+  }
+  SECTION("a model file is not an optimizer file") {
+    dimsum::save_safetensors(bad, m);
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(bad, m2, opt),
+                      Catch::Contains("has no metadata 'dimsum.optimizer'; it was not written by save_optimizer_state"));
+    unchanged();
+  }
+}
+
+TEST_CASE("optim_checkpoint: saving before the first step, and a failed save leaves the old file intact") {
+  const test::scoped_dir dir("optim_state_save");
+  const std::string path = (dir / "optimizer.safetensors").string();
+  auto m = initial<double>();
+  dimsum::optim::sgd fresh({.lr = 0.1, .momentum = 0.9});
+  dimsum::save_optimizer_state(path, m, fresh);
+  CHECK(dimsum::read_safetensors(path).tensors.empty());
+  dimsum::optim::sgd opt({.lr = 0.2});
+  run_steps(opt, m, 0, 1);
+  dimsum::load_optimizer_state(path, m, opt);  // back to no state, momentum 0.9
+  CHECK(opt.options.momentum == 0.9);
+  CHECK(opt.states().size() == 0);
+
+  const std::string old = file_bytes(path);
+  run_steps(fresh, m, 0, 1);
+  struct one_param {
+    BOOST_HANA_DEFINE_STRUCT(one_param, (dimsum::parameter<double, col>, b));
+  } other;
+  other.b = dimsum::parameter<double, col>(dimsum::tensor<double, col>{});
+  CHECK_THROWS_AS(dimsum::save_optimizer_state(path, other, fresh), dimsum::optim::optimizer_error);
+  CHECK(file_bytes(path) == old);
+  // Momentum switched on after the last step: no buffer to save yet.
+  dimsum::optim::sgd plain({.lr = 0.1});
+  run_steps(plain, m, 0, 1);
+  plain.options.momentum = 0.9;
+  CHECK_THROWS_WITH(dimsum::save_optimizer_state(path, m, plain), Catch::Contains("take a step before saving"));
+  CHECK(file_bytes(path) == old);
 }

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <dimsum/nn/module.hpp>
 #include <dimsum/optim/parameter_states.hpp>
@@ -68,6 +69,31 @@ class adamw : public optimizer_base<adamw, adamw_state> {
 
   /// The hyper-parameters; `options.lr` may be changed between steps.
   adamw_options options;
+
+  /// The optimizer's name in a checkpoint of its state.
+  static constexpr std::string_view name = "adamw";
+
+  /// Calls `f(name, value)` for every option of `o` (a possibly const
+  /// `adamw_options`): what a checkpoint of the optimizer stores
+  /// (io/optimizer_state.hpp), with PyTorch's `param_groups` names except
+  /// that the betas are two.
+  template <class O, class F>
+  static void for_each_option(O& o, F&& f) {
+    f("lr", o.lr), f("beta1", o.beta1), f("beta2", o.beta2), f("eps", o.eps), f("weight_decay", o.weight_decay);
+    f("amsgrad", o.amsgrad), f("maximize", o.maximize);
+  }
+
+  /// Calls `f(key, value)` for every entry of a parameter's state `s` that
+  /// a checkpoint holds, with PyTorch's keys: "step" (an `std::int64_t`),
+  /// "exp_avg", "exp_avg_sq", and with amsgrad "max_exp_avg_sq" (tensors
+  /// with the parameter's dims; the last may not be allocated yet, when
+  /// amsgrad was switched on after the last step: it then stands for
+  /// zeros, as the next step would create it).
+  template <class S, class F>
+  void for_each_state_entry(S& s, F&& f) const {
+    f("step", s.step), f("exp_avg", s.exp_avg), f("exp_avg_sq", s.exp_avg_sq);
+    if (options.amsgrad) f("max_exp_avg_sq", s.max_exp_avg_sq);
+  }
 
  private:
   friend optimizer_base<adamw, adamw_state>;

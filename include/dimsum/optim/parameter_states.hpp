@@ -96,6 +96,18 @@ class parameter_states {
     throw optimizer_error(nn::detail::cat("optimizer state: no state for parameter '", name, "'"));
   }
 
+  /// The existing state at `index` (`index < size()`), after `check`'s
+  /// test that it belongs to parameter `name` of type `P`; for reading
+  /// every state in visiting order (io/optimizer_state.hpp saves them so).
+  template <class P>
+  const State<P>& at(std::size_t index, const std::string& name, const P& p) const {
+    if (index >= slots_.size())
+      throw optimizer_error(nn::detail::cat("optimizer state: no state for parameter ", std::to_string(index), " '",
+                                            name, "'"));
+    check(index, name, p);
+    return static_cast<const slot<State<P>>&>(*slots_[index]).state;
+  }
+
   /// How many parameters have a state.
   std::size_t size() const { return slots_.size(); }
 
@@ -120,7 +132,8 @@ class parameter_states {
 /// parameters are the ones the state was made for, then calls
 /// `Derived::update(p, state)` with the parameter's `State<P>`; a step that
 /// throws changes no parameter and no state. `state<P>(name)` returns a
-/// parameter's state for inspection.
+/// parameter's state for inspection; `states()` all of them (what a
+/// checkpoint of the optimizer saves and loads, io/optimizer_state.hpp).
 template <class Derived, template <class> class State>
 class optimizer_base {
  public:
@@ -146,6 +159,11 @@ class optimizer_base {
   const State<P>& state(const std::string& name) const {
     return states_.template find<P>(name);
   }
+
+  /// Every parameter's state, in visiting order (empty before the first
+  /// step).
+  const parameter_states<State>& states() const { return states_; }
+  parameter_states<State>& states() { return states_; }
 
  private:
   parameter_states<State> states_;

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 #include <dimsum/nn/module.hpp>
 #include <dimsum/optim/parameter_states.hpp>
@@ -64,6 +66,39 @@ class sgd : public optimizer_base<sgd, sgd_state> {
   /// The hyper-parameters; `options.lr` may be changed between steps (as a
   /// schedule does).
   sgd_options options;
+
+  /// The optimizer's name in a checkpoint of its state.
+  static constexpr std::string_view name = "sgd";
+
+  /// Calls `f(name, value)` for every option of `o` (a possibly const
+  /// `sgd_options`): what a checkpoint of the optimizer stores
+  /// (io/optimizer_state.hpp), with PyTorch's `param_groups` names.
+  template <class O, class F>
+  static void for_each_option(O& o, F&& f) {
+    f("lr", o.lr), f("momentum", o.momentum), f("dampening", o.dampening), f("weight_decay", o.weight_decay);
+    f("nesterov", o.nesterov), f("maximize", o.maximize);
+  }
+
+  /// Calls `f(key, value)` for every entry of a parameter's state `s` that
+  /// a checkpoint holds: with momentum, "momentum_buffer" (PyTorch's key; a
+  /// tensor with the parameter's dims); without, nothing. Reading (a const
+  /// `s`) a state that has no buffer although momentum is set (momentum
+  /// switched on after the last step) throws `optimizer_error`: its next
+  /// step would start the buffer afresh, which no tensor can say; writing
+  /// (a non-const `s`) marks the buffer as present.
+  template <class S, class F>
+  void for_each_state_entry(S& s, F&& f) const {
+    if (options.momentum == 0.0) return;
+    if constexpr (std::is_const_v<S>) {
+      if (!s.has_momentum_buffer)
+        throw optimizer_error(
+            "sgd: a parameter has no momentum buffer yet (momentum was switched on after the last step); "
+            "take a step before saving the optimizer's state");
+    } else {
+      s.has_momentum_buffer = true;
+    }
+    f("momentum_buffer", s.momentum_buffer);
+  }
 
  private:
   friend optimizer_base<sgd, sgd_state>;

@@ -10,18 +10,26 @@
 
 namespace dimsum::kernels::detail {
 
-/// Copies R consecutive values: 64 bytes at a time when R fills whole 64-byte
-/// chunks (inlined vector moves; a plain loop here becomes a memcpy call per
-/// row).
+/// Copies R consecutive values: 64 bytes at a time while whole 64-byte
+/// chunks remain, then one 32-byte chunk when R leaves one (the AVX2 GEMM's
+/// 24-float rows: 64 + 32), as inlined vector moves; a plain loop here
+/// becomes a memcpy call per row.
 template <std::size_t R, class T>
 inline void copy_panel_row(T* __restrict dst, const T* __restrict src) noexcept {
-  constexpr std::size_t chunk = 64 / sizeof(T);
-  if constexpr (R % chunk == 0) {
+  constexpr std::size_t bytes = R * sizeof(T);
+  if constexpr (bytes % 32 == 0) {
+    const auto* s = reinterpret_cast<const unsigned char*>(src);
+    auto* d = reinterpret_cast<unsigned char*>(dst);
 #pragma GCC unroll 16
-    for (std::size_t x = 0; x < R; x += chunk) {
-      unsigned char bytes[64];
-      std::memcpy(bytes, src + x, 64);
-      std::memcpy(dst + x, bytes, 64);
+    for (std::size_t x = 0; x + 64 <= bytes; x += 64) {
+      unsigned char chunk[64];
+      std::memcpy(chunk, s + x, 64);
+      std::memcpy(d + x, chunk, 64);
+    }
+    if constexpr (bytes % 64 != 0) {
+      unsigned char chunk[32];
+      std::memcpy(chunk, s + bytes - 32, 32);
+      std::memcpy(d + bytes - 32, chunk, 32);
     }
   } else {
     for (std::size_t x = 0; x < R; ++x) dst[x] = src[x];
