@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "support.hpp"
 
@@ -286,4 +287,35 @@ TEST_CASE("elementwise: compound assignment t += e is t = t + e, broadcasting e 
         }
   tensor<float, posn, batch> other(batch{2}, posn{4});
   CHECK_THROWS_AS(q += other, shape_error);   // posn 3 vs 4, checked as for +
+}
+
+TEST_CASE("elementwise: signed integers wrap around as torch's (abs and - of INT_MIN), never UB", "[elementwise]") {
+  // Values from torch 2 (int32 and int64 tensors): torch.abs, unary -, +, *, - 1.
+  tensor<std::int32_t, posn> x(posn{4});
+  const std::int32_t in[] = {std::numeric_limits<std::int32_t>::min(), -5, 7, std::numeric_limits<std::int32_t>::max()};
+  for (std::size_t i = 0; i < 4; ++i) x(posn{i}) = in[i];
+  tensor<std::int32_t, posn> ab = abs(x), ng = -x, twice = x + x, sq = x * x, dec = x - 1;
+  const std::int32_t ab_ref[] = {-2147483647 - 1, 5, 7, 2147483647};
+  const std::int32_t ng_ref[] = {-2147483647 - 1, 5, -7, -2147483647};
+  const std::int32_t twice_ref[] = {0, -10, 14, -2};
+  const std::int32_t sq_ref[] = {0, 25, 49, 1};
+  const std::int32_t dec_ref[] = {2147483647, -6, 6, 2147483646};
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(ab(posn{i}) == ab_ref[i]);
+    CHECK(ng(posn{i}) == ng_ref[i]);
+    CHECK(twice(posn{i}) == twice_ref[i]);
+    CHECK(sq(posn{i}) == sq_ref[i]);
+    CHECK(dec(posn{i}) == dec_ref[i]);
+  }
+  tensor<std::int64_t, posn> y(posn{2});
+  y(posn{0}) = std::numeric_limits<std::int64_t>::min();
+  y(posn{1}) = std::numeric_limits<std::int64_t>::max();
+  tensor<std::int64_t, posn> ab64 = abs(y), ng64 = -y;
+  y += y;
+  CHECK(ab64(posn{0}) == std::numeric_limits<std::int64_t>::min());
+  CHECK(ab64(posn{1}) == std::numeric_limits<std::int64_t>::max());
+  CHECK(ng64(posn{0}) == std::numeric_limits<std::int64_t>::min());
+  CHECK(ng64(posn{1}) == -std::numeric_limits<std::int64_t>::max());
+  CHECK(y(posn{0}) == 0);
+  CHECK(y(posn{1}) == -2);
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,55 @@ TEST_CASE("io_npy_dir: a name map reads files saved under other names and says w
   dimsum::save_npy_dir((e / "ckpt").string(), n, dimsum::underscored);
   CHECK(std::filesystem::exists(e / "ckpt" / "lin_weight.npy"));
   CHECK(std::filesystem::exists(e / "ckpt" / "scale.npy"));
+}
+
+namespace {
+std::string file_bytes(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+TEST_CASE("io_npy_dir: a save that fails is dimsum's error naming the path and leaves the old files as they were") {
+  const scoped_dir d("failed_save");
+  affine a = make_affine();
+  a.W.value.fill(3.0f);
+  a.b.value.fill(4.0f);
+
+  // A target whose parent is a file, and a target that is a file: a
+  // state_dict_error naming the directory (not std::filesystem_error).
+  std::ofstream(d / "plain") << "a file\n";
+  const std::string under_a_file = (d / "plain" / "ckpt").string();
+  CHECK_THROWS_AS(dimsum::save_npy_dir(under_a_file, a), dimsum::state_dict_error);
+  CHECK_THROWS_WITH(dimsum::save_npy_dir(under_a_file, a),
+                    Catch::Contains("state dict '" + under_a_file + "': not saved, cannot create the directory"));
+  CHECK_THROWS_WITH(dimsum::save_npy_dir((d / "plain").string(), a),
+                    Catch::Contains("state dict '" + (d / "plain").string() + "': not saved, cannot create the directory"));
+  CHECK(file_bytes(d / "plain") == "a file\n");
+
+  // An old checkpoint whose b.npy is in the way (a directory): the save is
+  // refused before W.npy is replaced, and no temporary file is left.
+  const std::filesystem::path ckpt = d / "ckpt";
+  std::filesystem::create_directories(ckpt / "b.npy");
+  write_f4(ckpt / "W.npy", "(2, 3)", {1.5f, -2.0f, 0.25f, 4.0f, 5.0f, -6.5f});
+  const std::string old_w = file_bytes(ckpt / "W.npy");
+  CHECK_THROWS_AS(dimsum::save_npy_dir(ckpt.string(), a), dimsum::npy_error);
+  CHECK_THROWS_WITH(dimsum::save_npy_dir(ckpt.string(), a), Catch::Contains((ckpt / "b.npy").string()));
+  CHECK(file_bytes(ckpt / "W.npy") == old_w);
+  std::size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(ckpt)) {
+    (void)entry;
+    ++entries;
+  }
+  CHECK(entries == 2);  // W.npy and the directory b.npy
+
+  // With the obstacle gone the same save replaces W.npy.
+  std::filesystem::remove(ckpt / "b.npy");
+  dimsum::save_npy_dir(ckpt.string(), a);
+  affine back = make_affine();
+  dimsum::load_npy_dir(ckpt.string(), back);
+  CHECK(back.W.value(out{1}, in{2}) == 3.0f);
+  CHECK(back.b.value(out{0}) == 4.0f);
 }
 
 TEST_CASE("io_npy_dir: a .safetensors checkpoint loads non-strictly into a module with fewer parameters") {

@@ -107,6 +107,27 @@ TEST_CASE("reduce: sums and products of bools and narrow integers are int64", "[
   CHECK(eval(reduce<"a -> ", "prod">(two))() == std::int64_t{10000000000});
 }
 
+TEST_CASE("reduce: int64 sums and products past int64's range wrap around as torch's, never UB", "[reduce]") {
+  // Values from torch 2: torch.sum(int64 [[2**62, 2**62, 2**62+5], [1, 2, 3]], dim=1),
+  // torch.prod(int64 [2**40+1, 2**30+3, -3]), torch.prod(int32 [2**31-1] * 3) (an int64).
+  tensor<std::int64_t, a, b> s(a{2}, b{3});
+  const std::int64_t big = std::int64_t{1} << 62;
+  const std::int64_t sv[6] = {big, big, big + 5, 1, 2, 3};
+  for (std::size_t i = 0; i < 6; ++i) s.data()[i] = sv[i];
+  auto rows = eval(sum<b>(s));
+  CHECK(rows(a{0}) == std::int64_t{-4611686018427387899});
+  CHECK(rows(a{1}) == 6);
+  CHECK(eval(reduce<"a b -> a", "sum">(s))(a{0}) == std::int64_t{-4611686018427387899});
+  tensor<std::int64_t, c> p(c{3});
+  p(c{0}) = (std::int64_t{1} << 40) + 1;
+  p(c{1}) = (std::int64_t{1} << 30) + 3;
+  p(c{2}) = -3;
+  CHECK(eval(prod<c>(p))() == std::int64_t{-9898825875465});
+  tensor<std::int32_t, c> q(c{3});
+  q.fill(std::numeric_limits<std::int32_t>::max());
+  CHECK(eval(prod<c>(q))() == std::int64_t{4611686024869838847});
+}
+
 TEST_CASE("reduce: a sum of bools counts in int64, a mean of integers is a double", "[reduce]") {
   // torch.sum of a bool tensor is an int64 count; numpy's mean of integers
   // is float64 (hand-computed: (-3 - 5 - 1) / 3 = -3, (4 + 2 + 7) / 3).
@@ -538,6 +559,10 @@ TEST_CASE("cumsum: integers and bools give int64; a lazy operand against loops; 
   auto cu = eval(cumsum<a>(u));
   static_assert(std::is_same_v<decltype(cu), tensor<std::int64_t, a>>);
   CHECK((cu(a{0}) == 200 && cu(a{1}) == 300 && cu(a{2}) == 550));  // torch: [200, 300, 550]
+  tensor<std::int64_t, a> huge = tensor<std::int64_t, a>::full(std::int64_t(1) << 62, a{3});
+  auto wrapped = eval(cumsum<a>(huge));  // torch wraps: [2^62, -2^63, -2^62]
+  CHECK((wrapped(a{0}) == (std::int64_t(1) << 62) && wrapped(a{1}) == std::numeric_limits<std::int64_t>::min() &&
+         wrapped(a{2}) == -(std::int64_t(1) << 62)));
   tensor<double, a, b, c> t(a{2}, b{3}, c{4});
   test::fill_pattern(t);
   auto counts = eval(cumsum<c>(t > 0.0));

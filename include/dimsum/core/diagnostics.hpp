@@ -302,7 +302,6 @@ template <class Dim, class Dims>
 struct concat_dim_is_not_a_dim_of_the_parts {
   static_assert(detail::always_false<Dim, Dims>, "dimsum: concat along a dim that the parts do not have");
 };
-
 // --- nn ---
 template <class In, class Dims>
 struct linear_input_lacks_the_in_dim {
@@ -392,5 +391,22 @@ constexpr void report_static_disagreement() {
 }
 
 }  // namespace detail
+
+// --- calls of the wrong form (map, !x) ---
+/// Value types in a diagnostic: `value_types<float, int>`.
+template <class... Ts>
+struct value_types {};
+template <class Count, class ValueTypes, class... Dims>
+struct map_function_cannot_take_one_value_of_each_operand {
+  static_assert(detail::always_false<Count, ValueTypes, Dims...>,
+                "dimsum: map(f, x...) calls f with one value of each operand: f must take that many parameters "
+                "(the count), of the operands' value types");
+};
+template <class ValueType, class Dims>
+struct logical_not_needs_bool_values {
+  static_assert(detail::always_false<ValueType, Dims>,
+                "dimsum: !x needs bool values (as torch's ~ refuses floats); compare instead: x == 0.0f");
+};
+
 
 }  // namespace dimsum

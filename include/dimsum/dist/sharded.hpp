@@ -70,6 +70,14 @@ inline constexpr bool is_partial_v<partial<A, D>> = true;
 
 // ---------------------------------------------------------------- checkers
 
+/// Checker: a sharded tensor assigned to a plain tensor (a rank holds only
+/// its block, or a partial sum).
+template <class ShardedDims, class TensorDims>
+struct a_sharded_tensor_is_not_a_tensor {
+  static_assert(dimsum::detail::always_false<ShardedDims, TensorDims>,
+                "dimsum: a dist::sharded is not a tensor; take this rank's block with s.local(), or the full value "
+                "with all_gather<D>(s) (all_reduce for a partial sum)");
+};
 /// Checker: a placement splits a dim the tensor does not have.
 template <class Dim, class Axis, class Dims>
 struct sharded_dim_is_not_a_dim_of_the_tensor {
@@ -197,6 +205,14 @@ class sharded<tensor<T, Ds...>, Ps...> {
   /// error, so `sharded<...> y = <mistake>;` gives that one error, not a
   /// second one about the conversion.
   sharded(invalid_expression) {}
+  /// `tensor<...> t = s;`: the compile error `a_sharded_tensor_is_not_a_tensor`
+  /// naming both dim lists, instead of the compiler's "no conversion".
+  template <class U, dimension... Es>
+  operator tensor<U, Es...>() const {
+    dimsum::detail::report<a_sharded_tensor_is_not_a_tensor<diagnostic_dims_t<dim_list<Ds...>>,
+                                                            diagnostic_dims_t<dim_list<Es...>>>>();
+    return {};
+  }
 
   /// This rank's block.
   const tensor_type& local() const { return local_; }

@@ -67,6 +67,12 @@ struct a_var_is_not_a_tensor {
                 "dimsum: a grad::var is not a tensor; read its value with v.value() (a tensor with the var's dims), "
                 "or keep the result a var");
 };
+template <class Declared, class Source>
+struct a_var_keeps_the_order_of_its_dims {
+  static_assert(detail::always_false<Declared, Source>,
+                "dimsum: a grad::var is not transposed by assignment; declare it with the dims in the order the "
+                "expression has (or auto), or reorder with rearrange<\"...\">(v), which records the gradient");
+};
 
 namespace grad {
 
@@ -213,14 +219,18 @@ class var : public var_tag {
   /// (`var<float, batch, posn> y = v * 2.0f;` for a v with more dims): the
   /// compile error a tensor's assignment gives, naming both dim lists (or
   /// both value types), instead of the compiler's "no conversion".
+  /// The same dims in another order are refused too (a tensor's assignment
+  /// transposes; a var's would have to record it): `a_var_keeps_the_order_of_its_dims`.
   template <class U, dimension... Es>
-    requires(!same_name_set_v<dim_list<Ds...>, dim_list<Es...>> || !std::is_same_v<T, U>)
+    requires(!std::is_same_v<dim_list<Ds...>, dim_list<Es...>> || !std::is_same_v<T, U>)
   var(const var<U, Es...>&) : var() {
     using dimsum::detail::report;
     if constexpr (!same_name_set_v<dim_list<Ds...>, dim_list<Es...>>)
       report<assignment_between_different_dims<diagnostic_dims_t<dim_list<Ds...>>, diagnostic_dims_t<dim_list<Es...>>>>();
-    else
+    else if constexpr (!std::is_same_v<T, U>)
       report<value_type_mismatch<T, U>>();
+    else
+      report<a_var_keeps_the_order_of_its_dims<diagnostic_dims_t<dim_list<Ds...>>, diagnostic_dims_t<dim_list<Es...>>>>();
   }
   var(tape* t, std::shared_ptr<node_type> n);
 

@@ -96,6 +96,46 @@ inline std::filesystem::path temporary_path_beside(const std::filesystem::path& 
 }
 }  // namespace detail
 
+namespace io::detail {
+/// Writes e as a .npy file to a new temporary file beside `path` and
+/// returns its name; a failed write removes it and throws npy_error naming
+/// `path` ("not saved, an existing file is unchanged").
+template <named_expression E>
+std::filesystem::path write_npy_beside(const std::string& path, const E& e) {
+  auto t = eval(e);
+  const auto ext = t.extents();
+  const std::vector<std::size_t> shape(ext.begin(), ext.end());
+  const std::filesystem::path tmp = dimsum::detail::temporary_path_beside(path);
+  const auto remove_tmp = [&] {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+  };
+  try {
+    write_npy(tmp.string(), t.data(), shape);
+  } catch (const npy_error& err) {
+    remove_tmp();
+    constexpr std::string_view prefix = "dimsum: ";
+    throw_npy_error(path, "not saved, an existing file is unchanged: " +
+                              std::string(std::string_view(err.what()).substr(prefix.size())));
+  } catch (...) {
+    remove_tmp();
+    throw;
+  }
+  return tmp;
+}
+/// Renames the complete temporary file `tmp` over `path` (atomically); on
+/// failure removes tmp and throws npy_error naming `path`.
+inline void replace_with(const std::filesystem::path& tmp, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw_npy_error(path, "not saved, cannot replace the file: " + ec.message());
+  }
+}
+}  // namespace io::detail
+
 /// Writes a named expression to a `.npy` file in C order of its dims. The
 /// data goes to a temporary file in the same directory, renamed over `path`
 /// only once it is complete: a save that fails (a write error, a full disk,
@@ -103,31 +143,7 @@ inline std::filesystem::path temporary_path_beside(const std::filesystem::path& 
 /// the temporary file. The new file gets the default permissions.
 template <named_expression E>
 void save_npy(const std::string& path, const E& e) {
-  auto t = eval(e);
-  const auto ext = t.extents();
-  const std::vector<std::size_t> shape(ext.begin(), ext.end());
-  const std::filesystem::path tmp = detail::temporary_path_beside(path);
-  const auto remove_tmp = [&] {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-  };
-  try {
-    io::detail::write_npy(tmp.string(), t.data(), shape);
-  } catch (const npy_error& err) {
-    remove_tmp();
-    constexpr std::string_view prefix = "dimsum: ";
-    io::detail::throw_npy_error(path, "not saved, an existing file is unchanged: " +
-                                          std::string(std::string_view(err.what()).substr(prefix.size())));
-  } catch (...) {
-    remove_tmp();
-    throw;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    remove_tmp();
-    io::detail::throw_npy_error(path, "not saved, cannot replace the file: " + ec.message());
-  }
+  io::detail::replace_with(io::detail::write_npy_beside(path, e), path);
 }
 
 }  // namespace dimsum

@@ -145,17 +145,39 @@ std::map<std::string, std::string> parameter_keys(const M& m, const npy_file_nam
 
 /// Saves each parameter of `m` as `<dir>/<dotted name>.npy` (creating
 /// `dir`), readable by `numpy.load`; a name map `file_name` gives other
-/// file names (`underscored`: "blocks_0_W_Q.npy"). Files are written one by
-/// one, each atomically, not atomically as a set.
+/// file names (`underscored`: "blocks_0_W_Q.npy"). Every file is written to
+/// a temporary file first and renamed over the old one only when all are
+/// written, so a save that fails writing (a full disk, a target that is a
+/// directory) leaves the directory's old files as they were; a directory
+/// that cannot be created is a `state_dict_error` naming it and the reason.
 ///
 ///     save_npy_dir("checkpoint", model);  // checkpoint/blocks.0.attn.W_Q.npy, ...
 template <class M>
 void save_npy_dir(const std::string& dir, const M& m, const npy_file_name& file_name = {}) {
+  namespace fs = std::filesystem;
   io::detail::parameter_keys(m, file_name);  // refuses a map that sends two parameters to one file
-  std::filesystem::create_directories(dir);
-  nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
-    save_npy((std::filesystem::path(dir) / (io::detail::npy_stem(file_name, name) + ".npy")).string(), p.value);
-  });
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw state_dict_error(nn::detail::cat("state dict '", dir, "': not saved, cannot create the directory: ",
+                                           ec ? ec.message() : std::string("a file of that name exists")));
+  std::vector<std::pair<fs::path, std::string>> written;  // (temporary file, target)
+  const auto remove_written = [&] {
+    std::error_code ignored;
+    for (const auto& w : written) fs::remove(w.first, ignored);
+  };
+  try {
+    nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
+      const std::string target = (fs::path(dir) / (io::detail::npy_stem(file_name, name) + ".npy")).string();
+      if (fs::is_directory(target, ec))
+        io::detail::throw_npy_error(target, "not saved, nor any file of the directory: the target is a directory");
+      written.emplace_back(io::detail::write_npy_beside(target, p.value), target);
+    });
+  } catch (...) {
+    remove_written();
+    throw;
+  }
+  for (const auto& [tmp, target] : written) io::detail::replace_with(tmp, target);
 }
 
 /// Loads each parameter of `m` from `<dir>/<dotted name>.npy` (or the file
@@ -181,8 +203,9 @@ std::vector<std::string> load_npy_dir(const std::string& dir, M& m, key_match mo
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw state_dict_error(nn::detail::cat("state dict '", dir, "' is not a directory"));
   std::set<std::string> file_keys;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().extension() == ".npy") file_keys.insert(entry.path().stem().string());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".npy") file_keys.insert(it->path().stem().string());
+  if (ec) throw state_dict_error(nn::detail::cat("state dict '", dir, "': cannot list the directory: ", ec.message()));
   std::vector<std::string> unread = io::detail::check_keys(dir, io::detail::parameter_keys(m, file_name), file_keys, mode);
   std::vector<std::function<void()>> commits;
   nn::for_each_parameter(m, [&](const std::string& name, auto& p) {

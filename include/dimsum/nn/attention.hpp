@@ -69,7 +69,7 @@ constexpr bool mask_is_bool() {
   if constexpr (std::is_same_v<M, no_mask> || !named_expression<M>)
     return true;  // no mask; a non-expression is reported by masked_fill
   else
-    return std::is_same_v<std::remove_cv_t<value_type_of_t<M>>, bool>;
+    return bool_valued_v<M>;
 }
 
 /// The tape of the first var among xs (a var on no tape: `grad::tape_error`).

@@ -27,11 +27,19 @@ struct cross_entropy_class_dim_is_not_a_dim_of_the_logits {
                 "dimsum: cross_entropy<Class> over a class dim that the logits do not have");
 };
 /// Compile-time error: the targets' dims are not the logits' dims without
-/// the class dim (or the targets are not integers).
+/// the class dim.
 template <class Targets, class Expected>
 struct cross_entropy_targets_need_the_logits_dims_without_the_class_dim {
   static_assert(detail::always_false<Targets, Expected>,
                 "dimsum: cross_entropy targets must have exactly the logits' dims without the class dim");
+};
+/// Compile-time error: the targets' value type is not an integer type
+/// (class indices, as torch's Long targets; probabilities are not taken).
+template <class ValueType, class Targets>
+struct cross_entropy_targets_need_integer_class_indices {
+  static_assert(detail::always_false<ValueType, Targets>,
+                "dimsum: cross_entropy targets are integer class indices (torch's int64 targets), not floats; "
+                "convert with dimsum::cast<std::int64_t>(targets)");
 };
 
 /// How cross_entropy reduces the per-element losses: their mean (torch's
@@ -92,9 +100,11 @@ template <dimension Class, class L, class LT, class I>
 constexpr void report_cross_entropy_dims() {
   if constexpr (!contains_v<L, Class>)
     report<cross_entropy_class_dim_is_not_a_dim_of_the_logits<diagnostic_name_t<Class>, diagnostic_dims_t<L>>>();
-  else
+  else if constexpr (!same_name_set_v<LT, without_t<L, dim_list<Class>>>)
     report<cross_entropy_targets_need_the_logits_dims_without_the_class_dim<
         diagnostic_dims_t<LT>, diagnostic_dims_t<without_t<L, dim_list<Class>>>>>();
+  else
+    report<cross_entropy_targets_need_integer_class_indices<I, diagnostic_dims_t<LT>>>();
 }
 }  // namespace detail
 

@@ -4,7 +4,8 @@
 /// dim): element i along D is the sum of elements 0..i. The result has t's
 /// dims. As in PyTorch, bool and integer inputs accumulate and give int64,
 /// and a float input accumulates in double (torch's CPU accumulator) and is
-/// rounded to its own type at each element. A dim t lacks is a compile
+/// rounded to its own type at each element; an int64 sum wraps around past
+/// 2^63, as torch's (ops/detail/wrapping.hpp). A dim t lacks is a compile
 /// error.
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <dimsum/ops/detail/wrapping.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -61,7 +63,7 @@ class cumsum_expr : public expression_tag {
       acc_type acc(0);
       for (std::size_t step = 0; step < n; ++step) {
         const auto k = static_cast<std::ptrdiff_t>(Reverse ? n - 1 - step : step);
-        acc += static_cast<acc_type>(src.data()[in + k * st[axis]]);
+        acc = detail::wrapping_add(acc, static_cast<acc_type>(src.data()[in + k * st[axis]]));
         out[k * dst.strides[axis]] = static_cast<value_type>(acc);
       }
       // Odometer over the dims other than D.

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include <dimsum/kernels/vector_math.hpp>
+#include <dimsum/ops/detail/wrapping.hpp>
 #include <dimsum/plan/fusion_traits.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
@@ -52,11 +53,13 @@ struct scalar_expr : expression_tag {
 namespace ops {
 // Functors name the operation: the planner recognises them (e.g. a scale
 // `* s` or `/ s` in front of a softmax) and errors quote `name`.
-struct plus { static constexpr const char* name = "element-wise +"; template <class A, class B> auto operator()(A a, B b) const { return a + b; } };
-struct minus { static constexpr const char* name = "element-wise -"; template <class A, class B> auto operator()(A a, B b) const { return a - b; } };
-struct multiplies { static constexpr const char* name = "element-wise *"; template <class A, class B> auto operator()(A a, B b) const { return a * b; } };
+// Signed integers wrap around on overflow (ops/detail/wrapping.hpp), as
+// PyTorch's integer tensors do, instead of being undefined behaviour.
+struct plus { static constexpr const char* name = "element-wise +"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_add<R>(a, b); } };
+struct minus { static constexpr const char* name = "element-wise -"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_sub<R>(a, b); } };
+struct multiplies { static constexpr const char* name = "element-wise *"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_mul<R>(a, b); } };
 struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { return a / b; } };
-struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return -a; } };
+struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return static_cast<A>(::dimsum::detail::wrapping_neg<::dimsum::detail::arithmetic_t<A, A>>(a)); } };
 // exp and sqrt of an integer are double (std::exp's type), as the other
 // math functions' (ops/math.hpp), not truncated back to the integer.
 struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> auto operator()(A a) const { return std::exp(a); } };
@@ -418,10 +421,18 @@ template <named_expression E>
 auto operator-(E&& e) {
   return detail::make_elementwise<true>(ops::negate{}, std::forward<E>(e));
 }
-/// Logical not of a boolean expression.
+/// Logical not of a boolean expression; of any other value type the
+/// compile error `logical_not_needs_bool_values` (torch's `~` refuses
+/// floats; `!x` is not read as `x == 0`).
 template <named_expression E>
 auto operator!(E&& e) {
-  return detail::make_elementwise<true>(ops::logical_not{}, std::forward<E>(e));
+  if constexpr (!is_invalid_v<E> && !bool_valued_v<E>) {
+    detail::report<logical_not_needs_bool_values<value_type_of_t<E>, diagnostic_dims_t<dims_of_t<E>>>>();
+    (void)e;
+    return invalid_expression{};
+  } else {
+    return detail::make_elementwise<true>(ops::logical_not{}, std::forward<E>(e));
+  }
 }
 /// Element-wise e^x.
 template <named_expression E>
@@ -461,7 +472,7 @@ struct where_value<A, B> {
 template <named_expression C, class A, class B>
   requires(named_expression<A> || scalar<A>) && (named_expression<B> || scalar<B>)
 auto where(C&& cond, A&& a, B&& b) {
-  if constexpr (!is_invalid_v<C> && !std::is_same_v<std::remove_cv_t<value_type_of_t<C>>, bool>) {
+  if constexpr (!is_invalid_v<C> && !bool_valued_v<C>) {
     detail::report<where_condition_is_not_boolean<value_type_of_t<C>>>();
     return invalid_expression{};
   } else {

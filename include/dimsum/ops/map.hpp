@@ -34,10 +34,22 @@ struct map_fn {
 /// operands' value types. f is copied into the expression; the operands
 /// follow closure semantics (lvalues referenced, rvalues moved in).
 /// Example: `tensor<float, batch, d> y = map([](float v, float s) { return v > 0 ? v : s * v; }, x, slope);`
+/// A function that cannot be called with one value of each operand (another
+/// number of parameters, or types that do not convert) is the compile error
+/// `map_function_cannot_take_one_value_of_each_operand`.
 template <class F, named_expression... X>
-  requires(sizeof...(X) > 0) && (std::is_invocable_v<const std::remove_cvref_t<F>&, value_type_of_t<X>...> || (is_invalid_v<X> || ...))
+  requires(sizeof...(X) > 0)
 auto map(F&& f, X&&... x) {
-  return detail::make_elementwise<true>(ops::map_fn<std::remove_cvref_t<F>>{std::forward<F>(f)}, std::forward<X>(x)...);
+  if constexpr (!(is_invalid_v<X> || ...) &&
+                !std::is_invocable_v<const std::remove_cvref_t<F>&, value_type_of_t<X>...>) {
+    detail::report<map_function_cannot_take_one_value_of_each_operand<
+        count_c<sizeof...(X)>, value_types<value_type_of_t<X>...>, diagnostic_dims_t<dims_of_t<X>>...>>();
+    (void)f;
+    ((void)x, ...);
+    return invalid_expression{};
+  } else {
+    return detail::make_elementwise<true>(ops::map_fn<std::remove_cvref_t<F>>{std::forward<F>(f)}, std::forward<X>(x)...);
+  }
 }
 
 }  // namespace dimsum

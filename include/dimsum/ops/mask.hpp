@@ -125,7 +125,7 @@ auto masked_fill(E&& e, M&& mask, V value) {
   using LM = dims_of_t<M>;
   if constexpr (is_invalid_v<E> || is_invalid_v<M>) {
     return invalid_expression{};
-  } else if constexpr (!std::is_same_v<value_type_of_t<M>, bool>) {
+  } else if constexpr (!bool_valued_v<M>) {
     detail::report<masked_fill_mask_is_not_boolean<value_type_of_t<M>>>();
     return invalid_expression{};
   } else if constexpr (constexpr std::size_t bad = [] {

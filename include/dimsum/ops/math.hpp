@@ -25,6 +25,7 @@
 #include <utility>
 
 #include <dimsum/kernels/vector_math.hpp>
+#include <dimsum/ops/detail/wrapping.hpp>
 #include <dimsum/ops/elementwise.hpp>
 
 namespace dimsum {
@@ -52,7 +53,17 @@ struct log1p { static constexpr const char* name = "log1p"; template <class A> a
 struct expm1 { static constexpr const char* name = "expm1"; template <class A> auto operator()(A a) const { return std::expm1(a); } };
 struct sin { static constexpr const char* name = "sin"; template <class A> auto operator()(A a) const { return std::sin(a); } };
 struct cos { static constexpr const char* name = "cos"; template <class A> auto operator()(A a) const { return std::cos(a); } };
-struct abs { static constexpr const char* name = "abs"; template <class A> A operator()(A a) const { if constexpr (std::is_unsigned_v<A>) return a; else return static_cast<A>(std::abs(a)); } };
+// abs of the most negative integer is itself (two's complement wrap, as
+// torch.abs), not std::abs's undefined behaviour.
+struct abs {
+  static constexpr const char* name = "abs";
+  template <class A>
+  A operator()(A a) const {
+    if constexpr (std::is_unsigned_v<A>) return a;
+    else if constexpr (std::is_integral_v<A>) return a < A(0) ? static_cast<A>(::dimsum::detail::wrapping_neg<::dimsum::detail::arithmetic_t<A, A>>(a)) : a;
+    else return static_cast<A>(std::abs(a));
+  }
+};
 struct rsqrt {
   static constexpr const char* name = "rsqrt";
   template <class A>

@@ -203,6 +203,13 @@ std::size_t star_size(const std::array<std::size_t, L::size>& ext) {
   return n;
 }
 
+// What pack and unpack return after reporting a mistake: as many invalid
+// expressions as a correct call binds (`auto [packed, shapes] = pack...`,
+// `auto [x, y] = unpack...`), so the binding adds no second error.
+using invalid_pack_result = std::pair<invalid_expression, invalid_expression>;
+template <std::size_t N>
+using invalid_unpack_result = decltype(std::tuple_cat(std::array<invalid_expression, N>{}));
+
 }  // namespace detail
 
 /// Packs tensors of any ranks into one tensor along the new dim P, by the
@@ -231,21 +238,21 @@ auto pack(const Es&... xs) {
   }();
   using All = std::tuple<Es...>;
   if constexpr ((is_invalid_v<Es> || ...)) {
-    return invalid_expression{};
+    return detail::invalid_pack_result{};
   } else if constexpr (pat.error_pos != detail::npos) {
     detail::report<pack_pattern_is_not_labels_around_one_star<position_c<pat.error_pos>>>();
-    return invalid_expression{};
+    return detail::invalid_pack_result{};
   } else if constexpr (missing_in != detail::npos) {
     using L = dims_of_t<std::tuple_element_t<missing_in, All>>;
     constexpr std::size_t k = detail::first_missing_pack_label<S, L>();
     detail::report<pack_operand_lacks_a_dim_of_the_pattern<detail::to_label_t<detail::pack_label_getter<S, k>>,
                                                            operand<missing_in>, diagnostic_dims_t<L>>>();
-    return invalid_expression{};
+    return detail::invalid_pack_result{};
   } else if constexpr (has_p != detail::npos || detail::names_a_pack_label<S>(P::name.view())) {
     using L = dims_of_t<std::tuple_element_t<has_p == detail::npos ? 0 : has_p, All>>;
     detail::report<pack_dim_is_already_a_dim_of_an_operand<diagnostic_name_t<P>, operand<has_p == detail::npos ? 0 : has_p>,
                                                            diagnostic_dims_t<L>>>();
-    return invalid_expression{};
+    return detail::invalid_pack_result{};
   } else {
     using T = std::common_type_t<value_type_of_t<Es>...>;
     using L0 = dims_of_t<std::tuple_element_t<0, All>>;
@@ -307,23 +314,23 @@ auto unpack(const E& packed, const packed_shapes<Ls...>& shapes) {
     return detail::npos;
   }();
   if constexpr (is_invalid_v<E>) {
-    return invalid_expression{};
+    return detail::invalid_unpack_result<sizeof...(Ls)>{};
   } else if constexpr (pat.error_pos != detail::npos) {
     detail::report<pack_pattern_is_not_labels_around_one_star<position_c<pat.error_pos>>>();
-    return invalid_expression{};
+    return detail::invalid_unpack_result<sizeof...(Ls)>{};
   } else if constexpr (missing != detail::npos) {
     detail::report<pack_operand_lacks_a_dim_of_the_pattern<detail::to_label_t<detail::pack_label_getter<S, missing>>,
                                                            operand<0>, diagnostic_dims_t<Packed>>>();
-    return invalid_expression{};
+    return detail::invalid_unpack_result<sizeof...(Ls)>{};
   } else if constexpr (others.size() != 1) {
     detail::report<unpack_tensor_needs_one_dim_besides_the_pattern<diagnostic_dims_t<Packed>>>();
-    return invalid_expression{};
+    return detail::invalid_unpack_result<sizeof...(Ls)>{};
   } else if constexpr (missing_in != detail::npos) {
     using L = std::tuple_element_t<missing_in, std::tuple<Ls...>>;
     constexpr std::size_t k = detail::first_missing_pack_label<S, L>();
     detail::report<pack_operand_lacks_a_dim_of_the_pattern<detail::to_label_t<detail::pack_label_getter<S, k>>,
                                                            operand<missing_in>, diagnostic_dims_t<L>>>();
-    return invalid_expression{};
+    return detail::invalid_unpack_result<sizeof...(Ls)>{};
   } else {
     constexpr std::size_t star = others[0];
     const auto pe = packed.extents();
@@ -350,6 +357,13 @@ auto unpack(const E& packed, const packed_shapes<Ls...>& shapes) {
       return std::tuple<tensor_for_t<T, Ls>...>{one(std::integral_constant<std::size_t, I>{})...};
     }(std::index_sequence_for<Ls...>{});
   }
+}
+
+/// unpack of the result of a pack that did not compile: that mistake's
+/// error alone.
+template <fixed_string S, class E>
+invalid_expression unpack(const E&, invalid_expression) {
+  return {};
 }
 
 }  // namespace dimsum

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <dimsum/kernels/reduce.hpp>
+#include <dimsum/ops/detail/wrapping.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
@@ -81,17 +82,37 @@ class reduce_expr : public expression_tag {
 };
 
 namespace reductions {
-/// The product (1 over an empty dim).
-struct prod {
-  static constexpr const char* name = "prod";
+/// A left fold of the elements from Identity with Step::apply<T>: the
+/// shape of prod and integer_sum.
+template <int Identity, class Step>
+struct accumulation {
   template <class T>
   using result_t = T;
   template <class T, class Read>
   static T reduce(std::size_t n, Read&& read) {
-    T acc(1);
-    for (std::size_t i = 0; i < n; ++i) acc *= read(i);
+    T acc(Identity);
+    for (std::size_t i = 0; i < n; ++i) acc = Step::template apply<T>(acc, read(i));
     return acc;
   }
+};
+struct wrapping_times {
+  template <class T>
+  static T apply(T a, T b) { return detail::wrapping_mul<T>(a, b); }
+};
+struct wrapping_plus {
+  template <class T>
+  static T apply(T a, T b) { return detail::wrapping_add<T>(a, b); }
+};
+/// The product (1 over an empty dim); an integer product wraps around on
+/// overflow, as torch.prod's int64 does.
+struct prod : accumulation<1, wrapping_times> {
+  static constexpr const char* name = "prod";
+};
+/// The sum of integers (0 over an empty dim), wrapping around on overflow
+/// as torch.sum's int64 does; floating-point sums run in the kernel
+/// (kernels/reduce.hpp), whose integer accumulation could overflow.
+struct integer_sum : accumulation<0, wrapping_plus> {
+  static constexpr const char* name = "sum";
 };
 /// any (Any = true: whether some element is nonzero) and all (Any = false:
 /// whether every element is): the first element whose truth equals Any
@@ -312,6 +333,11 @@ auto make_reduction_node(E&& e, OpArgs&&... op) {
     // wrapping of a uint8 image's sum at 256.
     return make_reduction_node<Node, decltype(dimsum::cast<std::int64_t>(std::forward<E>(e))), Ds...>(
         dimsum::cast<std::int64_t>(std::forward<E>(e)));
+  } else if constexpr (std::is_same_v<Node, kernel_reduction<kernels::reduce_op::sum>> &&
+                       std::is_integral_v<value_type_of_t<E>>) {
+    // An integer sum wraps around on overflow (as torch.sum's), which the
+    // kernel's signed accumulation would not: the functor sum.
+    return make_reduction_node<functor_reduction<reductions::integer_sum>, E, Ds...>(std::forward<E>(e));
   } else if constexpr (std::is_same_v<Node, kernel_reduction<kernels::reduce_op::mean>> &&
                        std::is_integral_v<value_type_of_t<E>>) {
     // A mean of integers is a double, as numpy's (torch refuses it): no

@@ -60,6 +60,12 @@ using dims_of_t = typename std::remove_cvref_t<E>::dims;
 template <class E>
 using value_type_of_t = typename std::remove_cvref_t<E>::value_type;
 
+/// Whether a named expression's values are bool (a view's `const bool`
+/// included): what `where`'s condition, `masked_fill`'s mask, an attention
+/// mask and `!x` must be, as torch.where's, masked_fill's and `~`'s.
+template <class E>
+inline constexpr bool bool_valued_v = std::is_same_v<std::remove_cv_t<value_type_of_t<E>>, bool>;
+
 /// A scalar that can stand on one side of an element-wise operation.
 template <class S>
 concept scalar = std::is_arithmetic_v<std::remove_cvref_t<S>>;

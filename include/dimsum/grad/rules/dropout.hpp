@@ -16,6 +16,22 @@
 
 namespace dimsum {
 
+/// Compile-time error: `dropout(x, p, seed)` of a tensor or expression.
+template <class Dims>
+struct dropout_with_a_seed_takes_a_var {
+  static_assert(detail::always_false<Dims>,
+                "dimsum: dropout(x, p, seed) is the form for grad::var (a training step on a tape); for a tensor "
+                "use nn::dropout(p, /*training=*/true, seed)(x)");
+};
+
+/// `dropout(x, p, seed)` of a tensor or expression: the compile error
+/// `dropout_with_a_seed_takes_a_var`, naming x's dims.
+template <named_expression E>
+invalid_expression dropout(const E&, double, std::uint64_t) {
+  detail::report<dropout_with_a_seed_takes_a_var<diagnostic_dims_t<dims_of_t<E>>>>();
+  return {};
+}
+
 /// Dropout of a var with drop probability p in [0, 1) (dimsum::error
 /// otherwise), seeded; the gradient is g times the same scaled mask.
 template <grad::detail::var_like V>

@@ -228,7 +228,7 @@ auto sqrt(V&& v) {
 template <named_expression C, class A, class B>
   requires grad::detail::var_operands<A, B>
 auto where(C&& cond, A&& a0, B&& b0) {
-  if constexpr (!is_invalid_v<C> && !std::is_same_v<std::remove_cv_t<value_type_of_t<C>>, bool>) {
+  if constexpr (!is_invalid_v<C> && !bool_valued_v<C>) {
     dimsum::detail::report<where_condition_is_not_boolean<value_type_of_t<C>>>();
     return invalid_expression{};
   } else {
