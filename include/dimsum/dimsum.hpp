@@ -11,7 +11,9 @@
 #include <dimsum/core/errors.hpp>
 #include <dimsum/core/fixed_string.hpp>
 #include <dimsum/ops/arange.hpp>
+#include <dimsum/ops/argmax.hpp>
 #include <dimsum/ops/cross_entropy.hpp>
+#include <dimsum/ops/cumsum.hpp>
 #include <dimsum/ops/diagonal.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/elementwise.hpp>

@@ -2,10 +2,11 @@
 // (grad_check.hpp): einsum in both spellings with grouped axes, three
 // operands and dims summed out of one operand alone; element-wise
 // operations with broadcasting by name and scalars; exp, sqrt; sum, mean,
-// max, min; softmax; causal_mask, masked_fill (fully masked rows
-// included), where; sigmoid, silu, abs, clamp (scalar, tensor and var
-// bounds), pow, minimum, maximum (and
-// their values at the kinks against torch 1.13); rename, rearrange; extent-1 dims broadcast along several
+// max, min; softmax; cumsum (and argmax, argmin: no gradient); causal_mask,
+// masked_fill (fully masked rows included), where; sigmoid, silu, abs, clamp
+// (scalar, tensor and var bounds), pow, minimum, maximum (and their values
+// at the kinks against torch 1.13); rename, rearrange; extent-1 dims
+// broadcast along several
 // dims with a parameter used twice and x = f(x) in a loop.
 #include "grad_check.hpp"
 
@@ -152,6 +153,33 @@ TEST_CASE("grad softmax: along a named dim", "[grad][softmax]") {
   auto x = random_parameter<parameter<double, a, b>>(31, 1.0, a{3}, b{4});
   check([](grad::tape&, auto x) { return loss_of(dimsum::softmax<b>(x)); }, x);
   check([](grad::tape&, auto x) { return loss_of(dimsum::softmax<a>(x)); }, x);
+}
+
+TEST_CASE("grad cumsum: the reversed cumulative sum of the gradient, along either dim", "[grad][cumsum]") {
+  auto x = random_parameter<parameter<double, a, b>>(37, 1.0, a{3}, b{5});
+  check([](grad::tape&, auto x) { return loss_of(dimsum::cumsum<b>(x)); }, x);
+  check([](grad::tape&, auto x) { return loss_of(dimsum::cumsum<a>(x * 2.0) + x); }, x);
+}
+
+TEST_CASE("grad argmax, argmin: indices of a var's value, a tensor without gradient", "[grad][argmax]") {
+  auto x = random_parameter<parameter<double, a, b>>(41, 1.0, a{3}, b{5});
+  grad::tape t;
+  auto v = t.watch(x);
+  auto ids = dimsum::argmax<b>(v * 1.0);
+  static_assert(std::is_same_v<decltype(ids), tensor<std::int64_t, a>>);
+  auto low = dimsum::argmin<a>(v);
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::size_t best = 0;
+    for (std::size_t j = 1; j < 5; ++j)
+      if (x.value(a{i}, b{j}) > x.value(a{i}, b{best})) best = j;
+    CHECK(ids(a{i}) == std::int64_t(best));
+  }
+  for (std::size_t j = 0; j < 5; ++j) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < 3; ++i)
+      if (x.value(a{i}, b{j}) < x.value(a{best}, b{j})) best = i;
+    CHECK(low(b{j}) == std::int64_t(best));
+  }
 }
 
 TEST_CASE("grad causal_mask: masked scores get no gradient, -inf and finite", "[grad][mask]") {

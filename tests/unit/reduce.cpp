@@ -474,3 +474,117 @@ TEST_CASE("reduce: a float sum down a million rows stays within 1e-6 of the doub
     CHECK(std::abs(means(b{c}) - want[c] / double(rows)) <= 1e-6 * want[c] / double(rows));
   }
 }
+
+TEST_CASE("argmax, argmin: first index on ties, the first NaN wins, as torch.argmax and torch.argmin", "[reduce][argmax]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double rows[4][4] = {{1, 3, 3, 2}, {nan, 5, nan, 1}, {2, 2, 2, 2}, {4, nan, -1, nan}};
+  tensor<double, a, b> x(a{4}, b{4});
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = 0; j < 4; ++j) x(a{i}, b{j}) = rows[i][j];
+  auto mx = eval(argmax<b>(x));
+  static_assert(std::is_same_v<decltype(mx), tensor<std::int64_t, a>>);
+  auto mn = eval(argmin<b>(x));
+  auto mx0 = eval(argmax<a>(x));
+  auto mn0 = eval(argmin<a>(x));
+  // torch.argmax(x, 1), torch.argmin(x, 1), torch.argmax(x, 0), torch.argmin(x, 0)
+  const std::int64_t want_mx[4] = {1, 0, 0, 1}, want_mn[4] = {0, 0, 0, 1}, want_0[4] = {1, 3, 1, 3};
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(mx(a{i}) == want_mx[i]);
+    CHECK(mn(a{i}) == want_mn[i]);
+    CHECK(mx0(b{i}) == want_0[i]);
+    CHECK(mn0(b{i}) == want_0[i]);
+  }
+  // infinities, integers, bools (the first true), extent 1
+  const float inf = std::numeric_limits<float>::infinity();
+  tensor<float, a> f(a{4});
+  f(a{0}) = -inf, f(a{1}) = -inf, f(a{2}) = inf, f(a{3}) = inf;
+  CHECK((eval(argmax<a>(f)).item() == 2 && eval(argmin<a>(f)).item() == 0));
+  tensor<std::int32_t, a> n(a{4});
+  n(a{0}) = 3, n(a{1}) = 7, n(a{2}) = 7, n(a{3}) = -2;
+  CHECK((eval(argmax<a>(n)).item() == 1 && eval(argmin<a>(n)).item() == 3));
+  CHECK(eval(argmax<a>(n > 5)).item() == 1);
+  CHECK(eval(argmax<b>(tensor<float, a, b>::ones(a{3}, b{1}))) (a{2}) == 0);
+}
+
+TEST_CASE("argmax, argmin: over any dim of a lazy or strided operand against loops; empty dims", "[reduce][argmax]") {
+  tensor<double, a, b, c> t(a{2}, b{3}, c{5});
+  test::fill_pattern(t, 0.77, -2.1);
+  auto arg = [](auto&& get, std::size_t n, bool max) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < n; ++i)
+      if (max ? get(i) > get(best) : get(i) < get(best)) best = i;
+    return std::int64_t(best);
+  };
+  auto mb = eval(argmax<b>(t * -1.0 + 0.5));                   // lazy
+  auto mc = eval(argmin<c>(rename<a, b>(select<b>(t, 1))));    // a strided view, renamed
+  static_assert(has_dims<decltype(mb), a, c> && has_dims<decltype(mc), b>);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t k = 0; k < 5; ++k)
+      CHECK(mb(a{i}, c{k}) == arg([&](std::size_t j) { return -t(a{i}, b{j}, c{k}) + 0.5; }, 3, true));
+  for (std::size_t i = 0; i < 2; ++i)
+    CHECK(mc(b{i}) == arg([&](std::size_t k) { return t(a{i}, b{1}, c{k}); }, 5, false));
+  // torch: argmax over an empty dim raises, over a non-empty dim of an empty tensor gives an empty result
+  tensor<float, a, b> e(a{3}, b{0});
+  REQUIRE_THROWS_WITH(argmax<b>(e), Catch::Contains("argmax over dim 'b' of extent 0"));
+  REQUIRE_THROWS_WITH(argmin<b>(e), Catch::Contains("argmin over dim 'b' of extent 0"));
+  CHECK(eval(argmax<a>(e)).size() == 0);
+}
+
+TEST_CASE("cumsum: running sums along either dim with NaN and inf, as torch.cumsum", "[reduce][cumsum]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float in[3][5] = {{1, nan, 2, inf, -inf}, {0.5f, 0.25f, -1, 3, 1e8f}, {-inf, 1, inf, 2, 3}};
+  // torch.cumsum(x, 1) and torch.cumsum(x, 0), float32
+  const float along_b[3][5] = {{1, nan, nan, nan, nan}, {0.5f, 0.75f, -0.25f, 2.75f, 1e8f}, {-inf, -inf, nan, nan, nan}};
+  const float along_a[3][5] = {{1, nan, 2, inf, -inf}, {1.5f, nan, 1, inf, -inf}, {-inf, nan, inf, inf, -inf}};
+  tensor<float, a, b> x(a{3}, b{5});
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 5; ++j) x(a{i}, b{j}) = in[i][j];
+  tensor<float, a, b> cb = cumsum<b>(x);
+  tensor<float, b, a> ca = cumsum<a>(rename<c, a>(rename<a, c>(x)));  // a view; assigned in another order
+  auto same = [](float got, float want) { return std::isnan(want) ? std::isnan(got) : got == want; };
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 5; ++j) {
+      CHECK(same(cb(a{i}, b{j}), along_b[i][j]));
+      CHECK(same(ca(a{i}, b{j}), along_a[i][j]));
+    }
+  // float32 sums accumulate in double, as torch's CPU cumsum: [2^24, 1, 1, -2^24] -> [2^24, 2^24, 2^24, 2]
+  tensor<float, a> big(a{4});
+  big(a{0}) = 16777216.0f, big(a{1}) = 1.0f, big(a{2}) = 1.0f, big(a{3}) = -16777216.0f;
+  CHECK(eval(cumsum<a>(big))(a{3}) == 2.0f);
+}
+
+TEST_CASE("cumsum: integers and bools give int64; a lazy operand against loops; empty dims", "[reduce][cumsum]") {
+  tensor<std::uint8_t, a> u(a{3});
+  u(a{0}) = 200, u(a{1}) = 100, u(a{2}) = 250;
+  auto cu = eval(cumsum<a>(u));
+  static_assert(std::is_same_v<decltype(cu), tensor<std::int64_t, a>>);
+  CHECK((cu(a{0}) == 200 && cu(a{1}) == 300 && cu(a{2}) == 550));  // torch: [200, 300, 550]
+  tensor<std::int64_t, a> huge = tensor<std::int64_t, a>::full(std::int64_t(1) << 62, a{3});
+  auto wrapped = eval(cumsum<a>(huge));  // torch wraps: [2^62, -2^63, -2^62]
+  CHECK((wrapped(a{0}) == (std::int64_t(1) << 62) && wrapped(a{1}) == std::numeric_limits<std::int64_t>::min() &&
+         wrapped(a{2}) == -(std::int64_t(1) << 62)));
+  tensor<double, a, b, c> t(a{2}, b{3}, c{4});
+  test::fill_pattern(t);
+  auto counts = eval(cumsum<c>(t > 0.0));
+  static_assert(std::is_same_v<decltype(counts), tensor<std::int64_t, a, b, c>>);
+  auto lazy = eval(cumsum<b>(t * 2.0 - 1.0));
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t k = 0; k < 4; ++k) {
+      double s = 0;
+      for (std::size_t j = 0; j < 3; ++j) {
+        s += t(a{i}, b{j}, c{k}) * 2.0 - 1.0;
+        CHECK(lazy(a{i}, b{j}, c{k}) == Approx(s).epsilon(1e-15));
+      }
+    }
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j) {
+      std::int64_t n = 0;
+      for (std::size_t k = 0; k < 4; ++k) {
+        n += t(a{i}, b{j}, c{k}) > 0.0;
+        CHECK(counts(a{i}, b{j}, c{k}) == n);
+      }
+    }
+  CHECK(eval(cumsum<a>(tensor<float, a, b>(a{0}, b{3}))).size() == 0);
+  CHECK(eval(cumsum<a>(tensor<float, a, b>(a{2}, b{0}))).size() == 0);
+  CHECK(eval(cumsum<b>(tensor<float, a, b>::ones(a{2}, b{1})))(a{1}, b{0}) == 1.0f);
+}

@@ -338,6 +338,28 @@ struct where_condition_is_not_boolean {
                 "dimsum: where needs a condition of bool values; compare to get one (where(x > 0.0f, a, b))");
 };
 
+// --- assignment into a view (tensor/tensor_view.hpp) ---
+template <class Dims>
+struct assignment_into_a_view_of_const_elements {
+  static_assert(detail::always_false<Dims>,
+                "dimsum: assigning into a view of const elements (a slice or select of a const tensor); take the "
+                "view of a non-const tensor");
+};
+template <class Dim, class Source, class View>
+struct assignment_source_has_a_dim_the_view_lacks {
+  static_assert(detail::always_false<Dim, Source, View>,
+                "dimsum: assigning into a view an expression with a dim the view lacks; the source broadcasts into "
+                "the view by name, never grows it (select or reduce that dim first)");
+};
+
+// --- stack and concat of listed parts (ops/stack.hpp) ---
+template <class Part, class First, class Dims>
+struct stack_and_concat_need_parts_with_the_same_dims {
+  static_assert(detail::always_false<Part, First, Dims>,
+                "dimsum: stack and concat need parts with the same dims (in any order); the arguments are the part, "
+                "the first part's dims and its dims");
+};
+
 namespace detail {
 /// Positions (in A, in B) of the first shared dim of A and B whose static
 /// extents differ, or {npos, npos}.
@@ -370,16 +392,10 @@ constexpr void report_static_disagreement() {
 
 }  // namespace detail
 
-// --- calls of the wrong form (stack, map, !x) ---
+// --- calls of the wrong form (map, !x) ---
 /// Value types in a diagnostic: `value_types<float, int>`.
 template <class... Ts>
 struct value_types {};
-template <class Dim, class Count, class Dims>
-struct stack_takes_one_vector_of_tensors {
-  static_assert(detail::always_false<Dim, Count, Dims>,
-                "dimsum: stack<D> takes the parts as one std::vector (torch.stack takes a list): "
-                "stack<D>(std::vector{a, b}), not stack<D>(a, b)");
-};
 template <class Count, class ValueTypes, class... Dims>
 struct map_function_cannot_take_one_value_of_each_operand {
   static_assert(detail::always_false<Count, ValueTypes, Dims...>,

@@ -6,7 +6,9 @@
 
 #include <dimsum/grad/parameter.hpp>
 #include <dimsum/grad/rules/activation.hpp>
+#include <dimsum/grad/rules/argmax.hpp>
 #include <dimsum/grad/rules/attention.hpp>
+#include <dimsum/grad/rules/cumsum.hpp>
 #include <dimsum/grad/rules/dropout.hpp>
 #include <dimsum/grad/rules/einsum.hpp>
 #include <dimsum/grad/rules/elementwise.hpp>

@@ -393,12 +393,22 @@ DIMSUM_BINARY_OPERATOR_(||, logical_or)
 /// the compile error `assignment_between_different_dims`, another value type
 /// `value_type_mismatch`. The result is evaluated into a fresh buffer that t
 /// then takes, so e may read t.
+///
+/// On a view (`slice<posn>(x, 3, n) += y`, PyTorch's `x[3:] += y`) it is
+/// `v = v + e`, written into the viewed elements (tensor_view::operator=);
+/// the view is returned by value, as it is taken.
 #define DIMSUM_COMPOUND_ASSIGNMENT_(sym, functor)                       \
   template <class T, dimension... Ds, class E>                          \
     requires(named_expression<E> || scalar<E>)                          \
   tensor<T, Ds...>& operator sym(tensor<T, Ds...>& t, E&& e) {          \
     t = detail::binary<ops::functor>(t, std::forward<E>(e));            \
     return t;                                                           \
+  }                                                                     \
+  template <class T, dimension... Ds, class E>                          \
+    requires(named_expression<E> || scalar<E>)                          \
+  tensor_view<T, Ds...> operator sym(tensor_view<T, Ds...> v, E&& e) {  \
+    v = detail::binary<ops::functor>(v, std::forward<E>(e));            \
+    return v;                                                           \
   }
 DIMSUM_COMPOUND_ASSIGNMENT_(+=, plus)
 DIMSUM_COMPOUND_ASSIGNMENT_(-=, minus)

@@ -71,7 +71,10 @@ auto select_impl(E&& e, I index) {
     report_dim_absent<L, D>();
     return invalid_expression{};
   } else {
-    const std::size_t n = e.extents()[index_of<L>(D::name.view())];
+    // A constant position: g++ 12 at -O2 otherwise sees the npos branch of
+    // index_of and warns (-Warray-bounds) where the slice is inlined.
+    constexpr std::size_t p = index_of<L>(D::name.view());
+    const std::size_t n = e.extents()[p];
     if (std::cmp_less(index, 0) || std::cmp_greater_equal(index, n))
       throw shape_error("select: index " + index_string(index) + " is out of range for dim '" +
                         std::string(D::name.view()) + "' of extent " + std::to_string(n));
@@ -94,7 +97,10 @@ auto slice_impl(E&& e, B first, En last) {
     report_dim_absent<L, D>();
     return invalid_expression{};
   } else {
-    const std::size_t n = e.extents()[index_of<L>(D::name.view())];
+    // A constant position: g++ 12 at -O2 otherwise sees the npos branch of
+    // index_of and warns (-Warray-bounds) where the slice is inlined.
+    constexpr std::size_t p = index_of<L>(D::name.view());
+    const std::size_t n = e.extents()[p];
     if (std::cmp_less(first, 0) || std::cmp_greater(first, last) || std::cmp_greater(last, n))
       throw shape_error("slice: range [" + index_string(first) + ", " + index_string(last) +
                         ") is out of range for dim '" + std::string(D::name.view()) + "' of extent " +

@@ -23,23 +23,8 @@ void place(const V& v, const G& g, std::size_t begin, std::size_t n) {
   if (!v.requires_grad()) return;
   auto& node = *v.node();
   node.ensure_grad();
-  auto part = dimsum::detail::restrict_leaf<D, Keep>(node.grad, begin, n);  // a view into the gradient
-  using P = decltype(part);
-  using L = dims_of_t<P>;
-  // Add g into the view, by name: walk the view's elements in its dims order.
-  const tensor_for_t<value_type_of_t<P>, L> gp = g;
-  const auto ext = part.extents();
-  const auto st = part.strides();
-  std::array<std::size_t, L::size> idx{};
-  for (std::size_t k = 0; k < gp.size(); ++k) {
-    std::ptrdiff_t off = 0;
-    for (std::size_t i = 0; i < L::size; ++i) off += static_cast<std::ptrdiff_t>(idx[i]) * st[i];
-    part.data()[off] += gp.data()[k];
-    for (std::size_t i = L::size; i-- > 0;) {
-      if (++idx[i] < ext[i]) break;
-      idx[i] = 0;
-    }
-  }
+  // Added into a view of the gradient, by name (tensor_view's +=).
+  dimsum::detail::restrict_leaf<D, Keep>(node.grad, begin, n) += g;
 }
 }  // namespace dimsum::grad::detail
 
