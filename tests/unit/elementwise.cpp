@@ -319,3 +319,46 @@ TEST_CASE("elementwise: signed integers wrap around as torch's (abs and - of INT
   CHECK(y(posn{0}) == 0);
   CHECK(y(posn{1}) == -2);
 }
+
+TEST_CASE("elementwise: integer / truncates, wraps INT_MIN / -1 and throws on a zero divisor, never UB", "[elementwise]") {
+  // Quotients from torch 1.13, torch.div(a, b, rounding_mode='trunc') on int32.
+  tensor<std::int32_t, posn> a(posn{5}), b(posn{5});
+  const std::int32_t a_in[] = {7, -7, -5, 2147483647, -2147483647 - 1};
+  const std::int32_t b_in[] = {2, 2, -3, -1, 2};
+  const std::int32_t q_ref[] = {3, -3, 1, -2147483647, -1073741824};
+  for (std::size_t i = 0; i < 5; ++i) a(posn{i}) = a_in[i], b(posn{i}) = b_in[i];
+  tensor<std::int32_t, posn> q = a / b;
+  for (std::size_t i = 0; i < 5; ++i) CHECK(q(posn{i}) == q_ref[i]);
+
+  // INT_MIN / -1: the quotient 2**31 does not fit and wraps to INT_MIN, as
+  // -INT_MIN does (torch 1.13 dies of SIGFPE on int32 and int64; its int8
+  // -128 / -1 is -128).
+  tensor<std::int32_t, posn> m32 = tensor<std::int32_t, posn>::full(std::numeric_limits<std::int32_t>::min(), posn{2}) / -1;
+  CHECK(m32(posn{1}) == std::numeric_limits<std::int32_t>::min());
+  tensor<std::int64_t, posn> m64 = tensor<std::int64_t, posn>::full(std::numeric_limits<std::int64_t>::min(), posn{2}) / std::int64_t{-1};
+  CHECK(m64(posn{0}) == std::numeric_limits<std::int64_t>::min());
+
+  // A zero divisor throws dimsum::error (torch: "ZeroDivisionError") when
+  // the expression is evaluated, the last element's as the first's; the
+  // tensor assigned to (`=`, `/=`) keeps its values, as torch's div_ does.
+  using i32 = tensor<std::int32_t, posn>;
+  i32 z = b;
+  z(posn{4}) = 0;
+  auto lazy = a / z + a;  // building the node does not divide
+  CHECK_THROWS_WITH(i32(lazy), "dimsum: element-wise /: integer division by zero");
+  CHECK_THROWS_AS(i32(a / 0), error);
+  using i64 = tensor<std::int64_t, posn>;
+  CHECK_THROWS_AS(i64(a / i64(posn{5})), error);  // an int64 quotient, checked as well
+  i32 t = a;
+  CHECK_THROWS_AS(t = a / z, error);
+  CHECK_THROWS_AS(t /= z, error);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(t(posn{i}) == a_in[i]);
+
+  // Floating-point division is IEEE's, unchecked: 1/0 = inf, -1/0 = -inf, 0/0 = NaN (torch alike).
+  tensor<double, posn> f(posn{3}), zero(posn{3});
+  f(posn{0}) = 1.0, f(posn{1}) = -1.0;
+  tensor<double, posn> r = f / zero;
+  CHECK(r(posn{0}) == std::numeric_limits<double>::infinity());
+  CHECK(r(posn{1}) == -std::numeric_limits<double>::infinity());
+  CHECK(std::isnan(r(posn{2})));
+}

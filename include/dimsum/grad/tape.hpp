@@ -73,6 +73,14 @@ struct a_var_keeps_the_order_of_its_dims {
                 "dimsum: a grad::var is not transposed by assignment; declare it with the dims in the order the "
                 "expression has (or auto), or reorder with rearrange<\"...\">(v), which records the gradient");
 };
+template <class First, class Other>
+struct var_operands_need_the_same_value_type {
+  static_assert(detail::always_false<First, Other>,
+                "dimsum: an operation on grad::vars (+ - * /, minimum, maximum, pow, clamp, where, ...) needs its var "
+                "and tensor operands of one value type; torch promotes, but a var's gradient has the var's value type "
+                "and dimsum does not convert it silently: convert the tensor with dimsum::cast<T>(x), or watch the "
+                "tensors as one type");
+};
 
 namespace grad {
 

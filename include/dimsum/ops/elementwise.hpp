@@ -58,7 +58,9 @@ namespace ops {
 struct plus { static constexpr const char* name = "element-wise +"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_add<R>(a, b); } };
 struct minus { static constexpr const char* name = "element-wise -"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_sub<R>(a, b); } };
 struct multiplies { static constexpr const char* name = "element-wise *"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_mul<R>(a, b); } };
-struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { return a / b; } };
+// Integer division checks its divisor (zero throws dimsum::error, -1 wraps);
+// floating-point division is the plain `a / b`, unchecked.
+struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_div<R>(a, b); } };
 struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return static_cast<A>(::dimsum::detail::wrapping_neg<::dimsum::detail::arithmetic_t<A, A>>(a)); } };
 // exp and sqrt of an integer are double (std::exp's type), as the other
 // math functions' (ops/math.hpp), not truncated back to the integer.

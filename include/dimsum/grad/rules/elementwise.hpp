@@ -40,11 +40,41 @@ void send(const X& x, E&& e) {
   }
 }
 
+/// The value type of a var (void for a scalar, which adopts the vars').
+template <class X>
+constexpr auto var_value_type() {
+  if constexpr (var_like<X>)
+    return std::type_identity<typename std::remove_cvref_t<X>::value_type>{};
+  else
+    return std::type_identity<void>{};
+}
+template <class X>
+using var_value_t = typename decltype(var_value_type<X>())::type;
+
+/// The first of Ts that is neither void nor Skip (void if none).
+template <class Skip, class... Ts>
+struct first_type_other_than {
+  using type = void;
+};
+template <class Skip, class T, class... Ts>
+struct first_type_other_than<Skip, T, Ts...> {
+  using type = std::conditional_t<!std::is_void_v<T> && !std::is_same_v<T, Skip>, T,
+                                  typename first_type_other_than<Skip, Ts...>::type>;
+};
+
 /// Records the forward value `fwd` (an expression) of an operation on the
-/// operands xs (vars or scalars) with the rule `rule(g, out)`.
+/// operands xs (vars or scalars) with the rule `rule(g, out)`. Vars (and
+/// lifted tensors) of two value types are refused here, before the rule
+/// would send a double gradient into a float var
+/// (`var_operands_need_the_same_value_type`).
 template <class Fwd, class Rule, class... Xs>
 auto record_op(Fwd&& fwd, Rule&& rule, const Xs&... xs) {
+  using First = typename first_type_other_than<void, var_value_t<Xs>...>::type;
+  using Other = typename first_type_other_than<First, var_value_t<Xs>...>::type;
   if constexpr (is_invalid_v<Fwd>) {
+    return invalid_expression{};
+  } else if constexpr (!std::is_void_v<Other>) {
+    dimsum::detail::report<var_operands_need_the_same_value_type<First, Other>>();
     return invalid_expression{};
   } else {
     tensor_for_t<value_type_of_t<Fwd>, dims_of_t<Fwd>> value = std::forward<Fwd>(fwd);

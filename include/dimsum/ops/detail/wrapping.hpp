@@ -5,10 +5,13 @@
 /// (`torch.tensor([-2**31], dtype=torch.int32).abs()` is -2**31, the sum of
 /// three int64 2**62 is -2**62), computed in unsigned arithmetic so it is
 /// never undefined behaviour. Other types (floating point, unsigned, bool)
-/// take the plain operation.
+/// take the plain operation. Integer division by zero throws instead
+/// (torch raises ZeroDivisionError for it).
 
 #include <type_traits>
 #include <utility>
+
+#include <dimsum/core/errors.hpp>
 
 namespace dimsum::detail {
 
@@ -57,6 +60,26 @@ constexpr T wrapping_neg(T a) {
   } else {
     return static_cast<T>(-a);
   }
+}
+
+/// Thrown by wrapping_div; out of line, so the division loop stays small.
+[[noreturn]] inline void throw_integer_division_by_zero() {
+  throw error("element-wise /: integer division by zero");
+}
+
+/// a / b in T: C++'s truncating division for integers, with a zero divisor
+/// a dimsum::error and INT_MIN / -1 wrapping to INT_MIN (the quotient 2**31
+/// does not fit); floating point takes the plain division (IEEE: inf, NaN),
+/// with no check.
+template <class T>
+constexpr T wrapping_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == T(0)) throw_integer_division_by_zero();
+    if constexpr (wraps_v<T>) {
+      if (b == T(-1)) return wrapping_neg<T>(a);
+    }
+  }
+  return static_cast<T>(a / b);
 }
 
 /// The type an arithmetic operation on an A and a B computes in
