@@ -128,6 +128,35 @@ TEST_CASE("grad where: each branch gets the gradient where it was chosen, summed
   check([&](grad::tape&, auto x) { return loss_of(dimsum::where(cond, 0.5, x)); }, x);
 }
 
+TEST_CASE("grad comparisons: a var compared with a scalar, a tensor or a var is a bool tensor of the values",
+          "[grad][elementwise]") {
+  auto x = random_parameter<ab_t>(29, 1.0, a{3}, b{4});
+  auto y = random_parameter<parameter<double, b>>(33, 1.0, b{4});
+  const tensor<double, b, a> r = tensor<double, b, a>::random_normal(34, b{4}, a{3});
+  grad::tape t;
+  auto v = t.watch(x);
+  auto w = t.watch(y);
+  auto pos = v > 0.0;
+  static_assert(std::is_same_v<decltype(pos), tensor<bool, a, b>>);
+  auto below = v < w;    // w broadcast over a by name
+  auto le = r <= v;      // a tensor of dims in another order on the left
+  auto ge = v >= 0.25;
+  auto eq = v == v;
+  auto ne = w != 0.0;
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) {
+      const double xv = x.value(a{i}, b{j});
+      CHECK(pos(a{i}, b{j}) == (xv > 0.0));
+      CHECK(below(a{i}, b{j}) == (xv < y.value(b{j})));
+      CHECK(le(b{j}, a{i}) == (r(b{j}, a{i}) <= xv));
+      CHECK(ge(a{i}, b{j}) == (xv >= 0.25));
+      CHECK(eq(a{i}, b{j}));
+    }
+  for (std::size_t j = 0; j < 4; ++j) CHECK(ne(b{j}) == (y.value(b{j}) != 0.0));
+  // A mask taken from a var selects its gradient: where(v > 0, v, 0) is relu.
+  check([](grad::tape&, auto x) { return loss_of(dimsum::where(x > 0.0, x, 0.0)); }, x);
+}
+
 TEST_CASE("grad reductions: sum, mean, max, min over named dims", "[grad][reduce]") {
   auto x = random_parameter<parameter<double, a, b, c>>(30, 1.0, a{2}, b{3}, c{4});
   check([](grad::tape&, auto x) { return loss_of(dimsum::sum<b>(x)); }, x);

@@ -227,6 +227,26 @@ DIMSUM_VAR_BINARY_OPERATOR_(*, multiplies)
 DIMSUM_VAR_BINARY_OPERATOR_(/, divides)
 #undef DIMSUM_VAR_BINARY_OPERATOR_
 
+/// Comparisons with a var on either side (`v > 0.0f`, `v == w`, `v < t`):
+/// the bool tensor of the comparison of the values, evaluated at once and
+/// without gradient (as torch's `x > 0` of a tensor that requires grad), so
+/// that a mask can be taken from a var: `where(v > 0.0f, v, 0.0f)`. Dims
+/// are matched and broadcast by name as for tensors, whose errors they give.
+#define DIMSUM_VAR_COMPARISON_(sym)                                                               \
+  /** Element-wise sym of var values, a bool tensor (no gradient). */                             \
+  template <class A, class B>                                                                     \
+    requires grad::detail::var_operands<A, B>                                                     \
+  auto operator sym(const A& a, const B& b) {                                                     \
+    return dimsum::eval(grad::detail::value_of(a) sym grad::detail::value_of(b));                 \
+  }
+DIMSUM_VAR_COMPARISON_(<)
+DIMSUM_VAR_COMPARISON_(<=)
+DIMSUM_VAR_COMPARISON_(>)
+DIMSUM_VAR_COMPARISON_(>=)
+DIMSUM_VAR_COMPARISON_(==)
+DIMSUM_VAR_COMPARISON_(!=)
+#undef DIMSUM_VAR_COMPARISON_
+
 /// Unary minus of a var.
 template <grad::detail::var_like V>
 auto operator-(V&& v) {
