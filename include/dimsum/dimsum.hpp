@@ -5,6 +5,7 @@
 /// name-free kernels (reached through einsum; kernels/threads.hpp sets their
 /// thread count).
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim.hpp>
 #include <dimsum/core/dim_list.hpp>
