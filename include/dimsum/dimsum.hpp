@@ -6,6 +6,7 @@
 /// thread count).
 
 #include <dimsum/version.hpp>
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim.hpp>
 #include <dimsum/core/dim_list.hpp>

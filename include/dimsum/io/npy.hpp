@@ -6,13 +6,21 @@
 /// passed by name) and fills the dynamic ones; `save_npy("x.npy", expr)`
 /// writes any named expression in C order. Every problem is a
 /// `dimsum::npy_error` naming the file, the dim and both extents.
+///
+/// NumPy has no bfloat16 dtype: a `bf16` expression is saved as float32
+/// (`<f4`; every bf16 is exactly a float, so nothing is lost and NumPy and
+/// PyTorch read it as they read any float32 file), and a `bf16` tensor is
+/// loaded from a float32 file, each value rounded to the nearest bf16 (ties
+/// to even), as `torch.from_numpy(a).bfloat16()` rounds.
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <random>
 #include <system_error>
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/io/detail/npy_format.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -52,7 +60,8 @@ Tensor load_npy(const std::string& path, const Given&... given) {
     detail::report_named_args<L, Given...>();
     return Tensor{};
   } else {
-    auto a = io::detail::read_npy<T>(path);
+    // bf16 files are float32 (see the file comment).
+    auto a = io::detail::read_npy<std::conditional_t<is_bf16_v<T>, float, T>>(path);
     if (a.shape.size() != L::size)
       io::detail::throw_npy_error(
           path, "has " + std::to_string(a.shape.size()) + " axes (shape " + io::detail::npy_shape_string(a.shape) +
@@ -76,7 +85,10 @@ Tensor load_npy(const std::string& path, const Given&... given) {
         }(),
         ...);
     auto t = Tensor::from_extents(ext);
-    std::copy(a.data.begin(), a.data.end(), t.data());
+    if constexpr (is_bf16_v<T>)
+      std::transform(a.data.begin(), a.data.end(), t.data(), [](float x) { return T(x); });
+    else
+      std::copy(a.data.begin(), a.data.end(), t.data());
     return t;
   }
 }
@@ -111,7 +123,13 @@ std::filesystem::path write_npy_beside(const std::string& path, const E& e) {
     std::filesystem::remove(tmp, ignored);
   };
   try {
-    write_npy(tmp.string(), t.data(), shape);
+    if constexpr (is_bf16_v<value_type_of_t<E>>) {  // as float32 (see the file comment)
+      std::vector<float> f(t.size());
+      std::transform(t.data(), t.data() + t.size(), f.begin(), [](bf16 x) { return static_cast<float>(x); });
+      write_npy(tmp.string(), f.data(), shape);
+    } else {
+      write_npy(tmp.string(), t.data(), shape);
+    }
   } catch (const npy_error& err) {
     remove_tmp();
     constexpr std::string_view prefix = "dimsum: ";

@@ -15,6 +15,7 @@
 
 #include <xtensor/xio.hpp>
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum {
@@ -28,6 +29,7 @@ constexpr const char* dtype_name() {
   else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
   else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
+  else if constexpr (std::is_same_v<T, bf16>) return "bf16";
   else return "?";
 }
 

@@ -49,6 +49,7 @@
 #include <unistd.h>
 #endif
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/core/errors.hpp>
 
 namespace dimsum {
@@ -87,8 +88,8 @@ constexpr std::size_t safetensors_dtype_size(std::string_view dtype) {
 }
 
 /// The safetensors dtype string of the C++ type `T` ("F32" for float, "F64"
-/// for double, "I64" for std::int64_t, ...); only arithmetic types that the
-/// format names have one.
+/// for double, "I64" for std::int64_t, "BF16" for dimsum::bf16, ...); only
+/// the types that the format names have one.
 template <class T>
 inline constexpr std::string_view safetensors_dtype_v = [] {
   if constexpr (std::is_same_v<T, float>) return std::string_view("F32");
@@ -101,6 +102,7 @@ inline constexpr std::string_view safetensors_dtype_v = [] {
   else if constexpr (std::is_same_v<T, std::uint16_t>) return std::string_view("U16");
   else if constexpr (std::is_same_v<T, std::uint32_t>) return std::string_view("U32");
   else if constexpr (std::is_same_v<T, std::uint64_t>) return std::string_view("U64");
+  else if constexpr (std::is_same_v<T, bf16>) return std::string_view("BF16");
   else return std::string_view();
 }();
 

@@ -1,0 +1,215 @@
+// dimsum::bf16: conversion from float (round to nearest, ties to even; NaN,
+// infinities, subnormals, overflow) against hand-computed bit patterns and
+// against PyTorch's rounding (tests/reference/make_bf16_fixtures.py);
+// arithmetic through float; printing; tensors of bf16 with their xtensor
+// storage; .safetensors BF16 and .npy (written as float32) files.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include <dimsum/core/bf16.hpp>
+#include <dimsum/io/npy.hpp>
+#include <dimsum/io/print.hpp>
+#include <dimsum/io/safetensors.hpp>
+#include <dimsum/tensor/tensor.hpp>
+
+#include "scoped_dir.hpp"
+
+namespace {
+DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
+DIMSUM_DIM(d_model, 3);
+
+using dimsum::bf16;
+
+std::uint16_t bits_of(std::uint32_t float_bits) { return bf16(std::bit_cast<float>(float_bits)).bits(); }
+float float_of(std::uint16_t bits) { return static_cast<float>(bf16::from_bits(bits)); }
+}  // namespace
+
+TEST_CASE("bf16: exact values keep their bits", "[bf16]") {
+  CHECK(bits_of(0x3f800000) == 0x3f80);  // 1
+  CHECK(bits_of(0xc0490000) == 0xc049);  // -3.140625
+  CHECK(bits_of(0x00000000) == 0x0000);  // +0
+  CHECK(bits_of(0x80000000) == 0x8000);  // -0
+  CHECK(bf16().bits() == 0x0000);
+  CHECK(bf16(2).bits() == 0x4000);
+  CHECK(bf16(-0.5).bits() == 0xbf00);
+}
+
+TEST_CASE("bf16: rounds to nearest, ties to even", "[bf16]") {
+  // 1 + 2^-8 is half way between 1 (0x3f80, even) and 1 + 2^-7 (0x3f81).
+  CHECK(bits_of(0x3f808000) == 0x3f80);
+  CHECK(bits_of(0x3f807fff) == 0x3f80);  // below half way: down
+  CHECK(bits_of(0x3f808001) == 0x3f81);  // above half way: up
+  // 1 + 3 * 2^-8 is half way between 0x3f81 (odd) and 0x3f82 (even).
+  CHECK(bits_of(0x3f818000) == 0x3f82);
+  // Negative values round by magnitude.
+  CHECK(bits_of(0xbf808000) == 0xbf80);
+  CHECK(bits_of(0xbf818000) == 0xbf82);
+  // 0.1f = 0x3dcccccd: low half 0xcccd is above half way.
+  CHECK(bf16(0.1f).bits() == 0x3dcd);
+  // A carry out of the mantissa steps the exponent: 1.9961 (0x3fff8000) -> 2.
+  CHECK(bits_of(0x3fff8000) == 0x4000);
+}
+
+TEST_CASE("bf16: infinities, overflow and NaN", "[bf16]") {
+  CHECK(bits_of(0x7f800000) == 0x7f80);
+  CHECK(bits_of(0xff800000) == 0xff80);
+  CHECK(bits_of(0x7f7f7fff) == 0x7f7f);  // rounds down to bf16's largest finite value
+  CHECK(bits_of(0x7f7f8000) == 0x7f80);  // a tie with an odd neighbour: up, to infinity
+  CHECK(bits_of(0x7f7fffff) == 0x7f80);  // FLT_MAX rounds to infinity
+  CHECK(bits_of(0xff7fffff) == 0xff80);
+  // A NaN stays a NaN, quiet, sign and top payload kept, even when its
+  // payload sits only in the bits that are dropped (truncation would give inf).
+  CHECK(bits_of(0x7fc00000) == 0x7fc0);
+  CHECK(bits_of(0x7f800001) == 0x7fc0);
+  CHECK(bits_of(0xff800001) == 0xffc0);
+  CHECK(bits_of(0x7fa00000) == 0x7fe0);
+  CHECK(bits_of(0x7fffffff) == 0x7fff);  // no carry into the sign
+  CHECK(std::isnan(float_of(0x7f81)));
+  CHECK(dimsum::isnan(bf16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(dimsum::isinf(bf16(std::numeric_limits<float>::infinity())));
+  CHECK(!dimsum::isfinite(std::numeric_limits<bf16>::infinity()));
+  CHECK(dimsum::isfinite(std::numeric_limits<bf16>::max()));
+}
+
+TEST_CASE("bf16: subnormals are kept and rounded like normals", "[bf16]") {
+  CHECK(bits_of(0x00010000) == 0x0001);  // bf16's smallest subnormal, 2^-133
+  CHECK(float_of(0x0001) == std::ldexp(1.0f, -133));
+  CHECK(bits_of(0x00000001) == 0x0000);  // float's smallest subnormal: to +0
+  CHECK(bits_of(0x80000001) == 0x8000);  // ... and to -0
+  CHECK(bits_of(0x00008000) == 0x0000);  // tie between 0 and 2^-133: even (0)
+  CHECK(bits_of(0x00008001) == 0x0001);
+  CHECK(bits_of(0x00018000) == 0x0002);  // tie between 0x0001 and 0x0002: even
+  CHECK(bits_of(0x007fffff) == 0x0080);  // the largest subnormal float rounds up to the smallest normal
+  CHECK(bits_of(0x007f7fff) == 0x007f);
+  CHECK(float_of(0x007f) == 127 * std::ldexp(1.0f, -133));
+}
+
+TEST_CASE("bf16: to float is exact", "[bf16]") {
+  CHECK(float_of(0x3f81) == 1.0078125f);
+  CHECK(float_of(0xc049) == -3.140625f);
+  CHECK(float_of(0x7f7f) == 0x1.fep127f);
+  CHECK(float_of(0xff80) == -std::numeric_limits<float>::infinity());
+  CHECK(std::signbit(float_of(0x8000)));
+  CHECK(static_cast<double>(bf16::from_bits(0x4049)) == 3.140625);
+  CHECK(static_cast<int>(bf16::from_bits(0xc049)) == -3);
+  // Every finite bf16 survives float -> bf16 unchanged.
+  for (std::uint32_t b = 0; b < 0x10000; ++b)
+    if ((b & 0x7f80) != 0x7f80 || (b & 0x7f) == 0) REQUIRE(bf16(float_of(std::uint16_t(b))).bits() == b);
+}
+
+TEST_CASE("bf16: rounding agrees with PyTorch's on 654 values", "[bf16]") {
+  const std::string dir = std::string(DIMSUM_SOURCE_DIR) + "/tests/reference/fixtures/bf16/";
+  const auto in = dimsum::io::detail::read_npy<float>(dir + "round_in.npy");
+  const auto want = dimsum::io::detail::read_npy<std::uint16_t>(dir + "round_bits.npy");
+  REQUIRE(in.data.size() == 654);
+  REQUIRE(want.data.size() == in.data.size());
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < in.data.size(); ++i)
+    if (bf16(in.data[i]).bits() != want.data[i]) ++mismatches;
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("bf16: arithmetic computes in float and rounds once", "[bf16]") {
+  const bf16 one(1.0f), small = bf16::from_bits(0x3c40);  // 3 * 2^-8
+  CHECK(float_of(0x3c40) == 0.01171875f);
+  CHECK((one + small).bits() == 0x3f82);  // 1 + 3 * 2^-8: a tie, to even
+  CHECK((one - bf16(0.25f)).bits() == 0x3f40);
+  CHECK((bf16(3.0f) * bf16(3.0f)).bits() == 0x4110);    // 9
+  CHECK((bf16(1.0f) / bf16(3.0f)).bits() == 0x3eab);    // 0.33333334f = 0x3eaaaaab: up
+  CHECK((-bf16(2.0f)).bits() == 0xc000);
+  bf16 acc(1.0f);
+  acc += bf16(1.0f);
+  acc *= bf16(3.0f);
+  CHECK(acc.bits() == 0x40c0);  // 6
+  CHECK(bf16(1.0f) < bf16(2.0f));
+  CHECK(bf16(0.0f) == bf16(-0.0f));
+  CHECK_FALSE(bf16::from_bits(0x7fc0) == bf16::from_bits(0x7fc0));
+  CHECK(std::numeric_limits<bf16>::epsilon().bits() == 0x3c00);
+  CHECK(static_cast<float>(std::numeric_limits<bf16>::epsilon()) == 0.0078125f);
+  CHECK(std::numeric_limits<bf16>::digits == 8);
+}
+
+TEST_CASE("bf16: prints as its float value", "[bf16]") {
+  std::ostringstream os;
+  os << bf16(1.5f) << ' ' << bf16(-0.1f) << ' ' << std::numeric_limits<bf16>::infinity();
+  CHECK(os.str() == "1.5 -0.100098 inf");
+}
+
+TEST_CASE("bf16: a tensor value type with xtensor storage", "[bf16]") {
+  using x_t = dimsum::tensor<bf16, batch, posn, d_model>;
+  static_assert(std::is_same_v<x_t::storage_type, xt::xtensor<bf16, 3>>);
+  x_t x(posn{2}, batch{1});
+  CHECK(x.size() == 6);
+  CHECK(x.data()[5].bits() == 0);
+  x.fill(bf16(0.5f));
+  CHECK(x.storage()(0, 1, 2).bits() == 0x3f00);
+  x.storage()(0, 1, 2) = bf16(-2.0f);
+  CHECK(x.data()[5].bits() == 0xc000);
+  const auto ones = x_t::ones(batch{1}, posn{1});
+  CHECK(ones.data()[2].bits() == 0x3f80);
+  // random_normal rounds each draw to bf16.
+  const auto r = x_t::random_normal(7, batch{2}, posn{4});
+  for (std::size_t i = 0; i < r.size(); ++i) CHECK(std::abs(static_cast<float>(r.data()[i])) < 10.0f);
+  std::ostringstream os;
+  os << x;
+  CHECK(os.str().find("tensor<bf16>[batch=1, posn=2, d_model=3]") == 0);
+  CHECK(os.str().find("-2") != std::string::npos);
+}
+
+TEST_CASE("bf16: .safetensors dtype BF16, bits unchanged", "[bf16]") {
+  STATIC_REQUIRE(dimsum::safetensors_dtype_v<bf16> == "BF16");
+  test::scoped_dir dir("bf16_safetensors");
+  dimsum::safetensors_contents c;
+  auto& t = c.tensors["w"];
+  t.dtype = "BF16";
+  t.shape = {3};
+  const std::uint16_t bits[3] = {0x3f80, 0xff80, 0x0001};
+  t.data.resize(6);
+  dimsum::io::detail::copy_le_bytes(reinterpret_cast<const std::byte*>(bits), reinterpret_cast<std::uint16_t*>(t.data.data()), 3);
+  // Little-endian bytes, as the format says: 1.0 is 80 3f.
+  CHECK(std::to_integer<int>(t.data[0]) == 0x80);
+  CHECK(std::to_integer<int>(t.data[1]) == 0x3f);
+  dimsum::write_safetensors((dir / "w.safetensors").string(), c);
+  const auto back = dimsum::read_safetensors((dir / "w.safetensors").string());
+  const auto& w = back.tensors.at("w");
+  CHECK(w.dtype == "BF16");
+  bf16 v[3];
+  dimsum::io::detail::copy_le_bytes(w.data.data(), v, 3);
+  CHECK(v[0].bits() == 0x3f80);
+  CHECK(v[1].bits() == 0xff80);
+  CHECK(v[2].bits() == 0x0001);
+}
+
+TEST_CASE("bf16: save_npy writes float32 (exact), load_npy rounds float32 to bf16", "[bf16]") {
+  test::scoped_dir dir("bf16_npy");
+  using x_t = dimsum::tensor<bf16, posn, d_model>;
+  x_t x(posn{1});
+  x.data()[0] = bf16::from_bits(0x3f81);  // 1.0078125
+  x.data()[1] = bf16::from_bits(0xff80);  // -inf
+  x.data()[2] = bf16::from_bits(0x0001);  // 2^-133
+  const std::string path = (dir / "x.npy").string();
+  dimsum::save_npy(path, x);
+  const auto f = dimsum::io::detail::read_npy<float>(path);  // refuses any dtype but <f4
+  REQUIRE(f.data.size() == 3);
+  CHECK(f.data[0] == 1.0078125f);
+  CHECK(f.data[1] == -std::numeric_limits<float>::infinity());
+  CHECK(f.data[2] == std::ldexp(1.0f, -133));
+  const auto back = dimsum::load_npy<x_t>(path);
+  CHECK(back.data()[0].bits() == 0x3f81);
+  CHECK(back.data()[1].bits() == 0xff80);
+  CHECK(back.data()[2].bits() == 0x0001);
+  // A float32 file of values that are not bf16 is rounded to nearest even.
+  const float g[2] = {std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u)};
+  dimsum::io::detail::write_npy((dir / "g.npy").string(), g, {2});
+  const auto r = dimsum::load_npy<dimsum::tensor<bf16, posn>>((dir / "g.npy").string());
+  CHECK(r.data()[0].bits() == 0x3f80);
+  CHECK(r.data()[1].bits() == 0x3f82);
+}
