@@ -181,10 +181,11 @@ void close(const std::vector<double>& got, const std::vector<double>& want, doub
 /// (stages set), and checks them against the plain loops and finite
 /// differences. `nan_batch`: a batch index whose dV must be all NaN.
 void check(problem& p, kernels::attention_args<double>& a, std::vector<double>& out, std::size_t nan_batch = ~0u) {
-  std::vector<double> lse(p.b * p.nq, 7.0), stats(p.b * p.nq);
+  std::vector<double> lse(p.b * p.nq, 7.0), lse_low(p.b * p.nq, 7.0), stats(p.b * p.nq);
   a.lse = lse.data();  // the forward saves the row statistics as it goes
+  a.lse_low = lse_low.data();
   kernels::attention(a);
-  a.lse = nullptr;
+  a.lse = a.lse_low = nullptr;
   std::vector<double> ref_out, ref_lse;
   forward(p, p.q, p.k, p.v, ref_out, ref_lse);
   kernels::attention_row_stats(a, stats.data());  // the same statistic, recomputed key by key
@@ -194,12 +195,13 @@ void check(problem& p, kernels::attention_args<double>& a, std::vector<double>& 
       CHECK(stats[n] == ninf);
       CHECK(std::isnan(out[n * p.dv]));
     } else {
-      CHECK(std::abs(lse[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
+      CHECK(std::abs(lse[n] + lse_low[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
       CHECK(std::abs(stats[n] - ref_lse[n]) <= 1e-12 * (1 + std::abs(ref_lse[n])));
     }
   }
   std::vector<double> dq(p.q.size(), -7), dk(p.k.size(), -7), dv(p.v.size(), -7);
-  kernels::attention_backward(kernels::attention_grad_args<double>{&a, lse.data(), p.dout.data(), dq.data(), dk.data(), dv.data()});
+  kernels::attention_backward(
+      kernels::attention_grad_args<double>{&a, lse.data(), p.dout.data(), dq.data(), dk.data(), dv.data(), lse_low.data()});
   close(dq, finite_difference(p, 0), 1e-6);
   close(dk, finite_difference(p, 1), 1e-6);
   if (nan_batch == ~0u) {
@@ -493,10 +495,11 @@ void plain_backward(const seed_layout& p, double g,
 void check_seed(const seed_layout& p, kernels::attention_args<float>& a, double g,
                 const std::function<bool(std::size_t, std::size_t, std::size_t)>& masked, double masked_value,
                 const bias_fn& bias = nullptr) {
-  std::vector<float> lse(p.b * p.h * p.nq);
+  std::vector<float> lse(p.b * p.h * p.nq), lse_low(lse.size());
   a.lse = lse.data();
+  a.lse_low = lse_low.data();
   kernels::attention(a);
-  a.lse = nullptr;
+  a.lse = a.lse_low = nullptr;
   std::vector<float> got[2][3];
   for (int threads : {1, 2}) {
     set_num_threads(threads);
@@ -505,7 +508,8 @@ void check_seed(const seed_layout& p, kernels::attention_args<float>& a, double 
     r[1].assign(p.k.size(), -7.0f);
     r[2].assign(p.v.size(), -7.0f);
     kernels::attention_backward(
-        kernels::attention_grad_args<float>{&a, lse.data(), p.dout.data(), r[0].data(), r[1].data(), r[2].data()});
+        kernels::attention_grad_args<float>{&a, lse.data(), p.dout.data(), r[0].data(), r[1].data(), r[2].data(),
+                                            lse_low.data()});
   }
   set_num_threads(0);
   std::vector<double> want[3];
@@ -593,4 +597,208 @@ TEST_CASE("fused attention backward, float: K and V shared by every head, paddin
   a.stages[1].mask_row = 0;
   a.stages[1].mask_col = 1;
   check_seed(p, a, 0.25, [&](std::size_t b, std::size_t, std::size_t j) { return mask[b * p.nk + j]; }, -5.0);
+}
+
+TEST_CASE("fused attention backward: query rows masked entirely with a huge finite fill equal the unfused softmax") {
+  // -1e20 in double: m + log(l) rounds log(l) away, so the backward must
+  // read the row statistic's low part (lse_low) to give P = 1 / n there.
+  problem p = make(2, 70, 45, 4, 3, 11);
+  auto hidden = [](std::size_t b, std::size_t i, std::size_t j) { return j >= 40 - 6 * b || i % 9 == 4; };
+  p.f = [&](double x, std::size_t b, std::size_t i, std::size_t j) { return hidden(b, i, j) ? -1e20 : x * 0.7; };
+  std::vector<double> out;
+  auto a = args_for(p, out);
+  std::unique_ptr<bool[]> mask(new bool[p.b * p.nq * p.nk]);
+  for (std::size_t b = 0; b < p.b; ++b)
+    for (std::size_t i = 0; i < p.nq; ++i)
+      for (std::size_t j = 0; j < p.nk; ++j) mask[(b * p.nq + i) * p.nk + j] = hidden(b, i, j);
+  set_stages(a, kernels::score_op::multiply, 0.7, kernels::score_op::mask, -1e20);
+  a.stages[1].mask = mask.get();
+  a.stages[1].mask_batch[0] = std::ptrdiff_t(p.nq * p.nk);
+  a.stages[1].mask_row = std::ptrdiff_t(p.nk);
+  a.stages[1].mask_col = 1;
+  check(p, a, out);
+}
+
+TEST_CASE("fused attention backward, float: 2 queries, 3 keys, ones, one query row masked with -1e9 (hand computed)") {
+  // Both rows' weights are 1/3 (row 1: three equal fills), so with dO = 1:
+  // out = 1, dV_j = 1/3 + 1/3 = 2/3, and dS = P (dP - D) = 0: dQ = dK = 0.
+  const std::vector<float> q(2, 1.0f), k(3, 1.0f), v(3, 1.0f), dout(2, 1.0f);
+  const bool mask[6] = {false, false, false, true, true, true};
+  for (bool with_low : {true, false}) {
+    std::vector<float> out(2, -7.0f), lse(2), lse_low(2, -7.0f);
+    kernels::attention_args<float> a;
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.out = out.data();
+    a.nq = 2;
+    a.nk = 3;
+    a.dk = a.dv = 1;
+    a.q_row = a.k_row = a.v_row = a.out_row = 1;
+    a.q_col = a.k_col = a.v_col = a.out_col = 1;
+    a.n_stages = 1;
+    a.stages[0].op = kernels::score_op::mask;
+    a.stages[0].value = -1e9f;
+    a.stages[0].mask = mask;
+    a.stages[0].mask_row = 3;
+    a.stages[0].mask_col = 1;
+    a.lse = lse.data();
+    a.lse_low = lse_low.data();
+    if (with_low) {
+      kernels::attention(a);  // the forward saves both parts
+    } else {
+      a.lse = a.lse_low = nullptr;
+      kernels::attention(a);
+      kernels::attention_row_stats(a, lse.data(), lse_low.data());  // the score loops compute them alike
+    }
+    a.lse = a.lse_low = nullptr;
+    CHECK(out[0] == Approx(1.0f));
+    CHECK(out[1] == Approx(1.0f));
+    CHECK(lse[1] == -1e9f);                                // log(3) rounds away ...
+    CHECK(lse_low[1] == Approx(std::log(3.0)).epsilon(1e-6));  // ... into the low part
+    std::vector<float> dq(2, -7.0f), dk(3, -7.0f), dv(3, -7.0f);
+    kernels::attention_backward(kernels::attention_grad_args<float>{&a, lse.data(), dout.data(), dq.data(), dk.data(),
+                                                                    dv.data(), lse_low.data()});
+    for (float x : dv) CHECK(x == Approx(2.0 / 3.0).epsilon(1e-6));
+    for (float x : dq) CHECK(x == 0.0f);
+    for (float x : dk) CHECK(x == 0.0f);
+  }
+}
+
+TEST_CASE("fused attention backward, float, seed layout: padding and whole query rows masked with -1e9") {
+  const seed_layout p = make_seed(2, 2, 90, 130, 16, 8, false, 12);
+  std::vector<float> out;
+  auto a = seed_args(p, out);
+  auto hidden = [](std::size_t b, std::size_t i, std::size_t j) { return j >= 120 - 40 * b || i % 7 == 3; };
+  std::unique_ptr<bool[]> mask(new bool[p.b * p.nq * p.nk]);
+  for (std::size_t b = 0; b < p.b; ++b)
+    for (std::size_t i = 0; i < p.nq; ++i)
+      for (std::size_t j = 0; j < p.nk; ++j) mask[(b * p.nq + i) * p.nk + j] = hidden(b, i, j);
+  a.n_stages = 2;
+  a.stages[0].op = kernels::score_op::multiply;
+  a.stages[0].value = 0.25f;
+  a.stages[1].op = kernels::score_op::mask;
+  a.stages[1].value = -1e9f;
+  a.stages[1].mask = mask.get();
+  a.stages[1].mask_batch = {std::ptrdiff_t(p.nq * p.nk), 0};  // shared by the heads
+  a.stages[1].mask_row = std::ptrdiff_t(p.nk);
+  a.stages[1].mask_col = 1;
+  check_seed(p, a, 0.25, hidden, -1e9);
+}
+
+namespace {
+
+template <class Q, class K, class V, class M>
+auto padded_chain(const Q& q, const K& k, const V& v, const M& hidden) {
+  return einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(
+      softmax<k_posn>(masked_fill(
+          einsum<"batch q_posn d_head, batch k_posn d_head -> batch q_posn k_posn">(q, k) * 0.5f, hidden, -1e9f)),
+      v);
+}
+
+using FQ = tensor<float, batch, q_posn, d_head>;
+using FK = tensor<float, batch, k_posn, d_head>;
+using FV = tensor<float, batch, k_posn, d_value>;
+using FO = tensor<float, batch, q_posn, d_value>;
+using FM = tensor<bool, batch, q_posn, k_posn>;
+
+/// The output and the gradients of q, k, v of padded_chain under
+/// sum(z * r): on one fused node, or on the unfused chain of var operations.
+struct padded_run {
+  FO out;
+  FQ gq;
+  FK gk;
+  FV gv;
+};
+padded_run run_padded(bool fused, const FQ& q0, const FK& k0, const FV& v0, const FM& hidden, const FO& r) {
+  static_assert(uses_fused_attention_v<decltype(padded_chain(q0, k0, v0, hidden))>);
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  const std::size_t leaves = t.size();
+  auto z = [&] {
+    if (fused)
+      return grad::fused_attention(q, k, v, [&hidden](const auto& q, const auto& k, const auto& v) {
+        return padded_chain(q, k, v, hidden);
+      });
+    return padded_chain(q, k, v, hidden);
+  }();
+  CHECK((t.size() == leaves + 1) == fused);
+  t.backward(sum<batch, q_posn, d_value>(z * r));
+  return {z.value(), gradient(q), gradient(k), gradient(v)};
+}
+
+/// Elements that differ by more than float rounding; NaN must meet NaN.
+template <class X>
+std::size_t differ(const X& got, const X& want) {
+  std::size_t bad = 0;
+  for (std::size_t n = 0; n < want.size(); ++n) {
+    const float g = got.data()[n], w = want.data()[n];
+    if (std::isnan(w) ? !std::isnan(g) : !(std::abs(g - w) <= 2e-5f * (1 + std::abs(w)))) {
+      if (bad < 5) UNSCOPED_INFO("at " << n << ": got " << g << ", want " << w);
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("grad::fused_attention, float: a query row masked with -1e9f equals the unfused chain (hand computed)") {
+  FQ q(batch{1}, q_posn{2}, d_head{1});
+  FK k(batch{1}, k_posn{3}, d_head{1});
+  FV v(batch{1}, k_posn{3}, d_value{1});
+  FO r(batch{1}, q_posn{2}, d_value{1});
+  FM hidden(batch{1}, q_posn{2}, k_posn{3});
+  std::fill_n(q.data(), 2, 1.0f);
+  std::fill_n(k.data(), 3, 1.0f);
+  std::fill_n(v.data(), 3, 1.0f);
+  std::fill_n(r.data(), 2, 1.0f);
+  for (std::size_t j = 0; j < 3; ++j) {
+    hidden(batch{0}, q_posn{0}, k_posn{j}) = false;
+    hidden(batch{0}, q_posn{1}, k_posn{j}) = true;  // seed 003's padding of a query row
+  }
+  for (bool fused : {true, false}) {
+    INFO((fused ? "fused" : "unfused"));
+    const padded_run g = run_padded(fused, q, k, v, hidden, r);
+    for (std::size_t j = 0; j < 3; ++j) CHECK(g.gv.data()[j] == Approx(2.0 / 3.0).epsilon(1e-6));
+    for (std::size_t i = 0; i < 2; ++i) CHECK(g.gq.data()[i] == 0.0f);
+    for (std::size_t j = 0; j < 3; ++j) CHECK(g.gk.data()[j] == 0.0f);
+  }
+}
+
+TEST_CASE("grad::fused_attention, float: padding, rows masked with -1e9f, NaN and inf under masked keys") {
+  constexpr std::size_t B = 2, NQ = 70, NK = 40, D = 5, C = 3;
+  FQ q(batch{B}, q_posn{NQ}, d_head{D});
+  FK k(batch{B}, k_posn{NK}, d_head{D});
+  FV v(batch{B}, k_posn{NK}, d_value{C});
+  FO r(batch{B}, q_posn{NQ}, d_value{C});
+  FM hidden(batch{B}, q_posn{NQ}, k_posn{NK});
+  std::mt19937 gen(13);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float* x = q.data(); x != q.data() + q.size(); ++x) *x = u(gen);
+  for (float* x = k.data(); x != k.data() + k.size(); ++x) *x = u(gen);
+  for (float* x = v.data(); x != v.data() + v.size(); ++x) *x = u(gen);
+  for (float* x = r.data(); x != r.data() + r.size(); ++x) *x = u(gen);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < NQ; ++i)
+      for (std::size_t j = 0; j < NK; ++j) hidden(batch{b}, q_posn{i}, k_posn{j}) = j >= 30 + 5 * b || i % 9 == 4;
+  // keys every query masks: non-finite scores there are replaced by the fill
+  k(batch{0}, k_posn{35}, d_head{0}) = std::numeric_limits<float>::quiet_NaN();
+  k(batch{1}, k_posn{38}, d_head{2}) = std::numeric_limits<float>::infinity();
+  const padded_run f = run_padded(true, q, k, v, hidden, r), w = run_padded(false, q, k, v, hidden, r);
+  for (std::size_t n = 0; n < f.out.size(); ++n) CHECK(std::isfinite(f.out.data()[n]));
+  CHECK(differ(f.out, w.out) == 0);
+  CHECK(differ(f.gq, w.gq) == 0);  // 0 * NaN reaches dQ = dS K on both paths
+  CHECK(differ(f.gk, w.gk) == 0);
+  CHECK(differ(f.gv, w.gv) == 0);
+  // keys 30.. of batch 0 are masked for every query: only the rows masked
+  // whole reach them, each with weight 1 / NK, so dV there is sum r / NK
+  for (std::size_t j = 30; j < NK; ++j)
+    for (std::size_t c = 0; c < C; ++c) {
+      double want = 0;
+      for (std::size_t i = 4; i < NQ; i += 9) want += r(batch{0}, q_posn{i}, d_value{c}) / double(NK);
+      CHECK(f.gv(batch{0}, k_posn{j}, d_value{c}) == Approx(want).epsilon(1e-5).margin(1e-6));
+    }
 }

@@ -120,6 +120,12 @@ struct attention_args {
   /// -inf scores), the statistic the fused backward reads (not written
   /// when dv is 0).
   T* lse = nullptr;
+  /// When set with `lse`, also each row's rounding error of it: the row's
+  /// log-sum-exp is lse + lse_low exactly as m + log(l) in T's arithmetic
+  /// with one more T of precision (0 for a row of only -inf scores). For a
+  /// row whose scores are all a large finite fill (-1e9) lse alone rounds
+  /// log(l) away; the backward reads both (`attention_grad_args::lse_low`).
+  T* lse_low = nullptr;
 
   std::size_t batch_size() const noexcept {
     std::size_t s = 1;
@@ -153,6 +159,35 @@ struct attention_args {
 };
 
 namespace detail {
+
+/// A row's log-sum-exp m + log(l) (m its largest score, l the sum of
+/// exp(score - m)) as hi + lo: hi rounded to T, lo its rounding error
+/// (Knuth's two-sum, exact in T's arithmetic). A row of only -inf scores
+/// gives -inf and 0, a NaN maximum NaN and 0.
+template <class T>
+void split_log_sum_exp(T m, T l, T& hi, T& lo) noexcept {
+  if (!std::isfinite(m)) {  // -inf stays -inf; +inf + log(NaN) is NaN, as the unfused softmax
+    hi = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(l);
+    lo = T(0);
+    return;
+  }
+  const T log_l = std::log(l);
+  const T sum = m + log_l;  // only additions: nothing for the compiler to contract
+  const T bp = sum - m;
+  const T ap = sum - bp;
+  hi = sum;
+  lo = (m - ap) + (log_l - bp);
+}
+
+/// Writes row r's statistics (lse, and lse_low when asked) from its running
+/// maximum m and sum l.
+template <class T>
+void store_row_stats(const attention_args<T>& a, std::size_t r, T m, T l) noexcept {
+  T hi, lo;
+  split_log_sum_exp(m, l, hi, lo);
+  a.lse[r] = hi;
+  if (a.lse_low) a.lse_low[r] = lo;
+}
 
 /// Whether every score stage s masks ends up -inf whatever the later
 /// stages and the bias do (then its masked keys contribute nothing).
@@ -618,10 +653,7 @@ struct attention_kernel {
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t c = 0; c < a.dv; ++c) buf.o[r * dv_pad + c] += buf.z[c];
     if (a.lse)
-      for (std::size_t r = 0; r < rows; ++r) {
-        const T m = buf.m[r];
-        a.lse[bi * a.nq + i0 + r] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(buf.l[r]);
-      }
+      for (std::size_t r = 0; r < rows; ++r) store_row_stats(a, bi * a.nq + i0 + r, buf.m[r], buf.l[r]);
     T* ob = a.out + a.batch_offset(a.out_batch, bi);
     for (std::size_t r = 0; r < rows; ++r) {
       T* dst = ob + static_cast<std::ptrdiff_t>(i0 + r) * a.out_row;
@@ -685,7 +717,7 @@ struct attention_kernel {
     }
     if ((kept.lo > 0 || kept.hi < a.nk) && skipped_keys_term(buf, bi, kept))
       for (std::size_t c = 0; c < a.dv; ++c) o[c] += buf.z[c];
-    if (a.lse) a.lse[bi * a.nq + i] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(l);
+    if (a.lse) store_row_stats(a, bi * a.nq + i, m, l);
     T* dst = a.out + a.batch_offset(a.out_batch, bi) + static_cast<std::ptrdiff_t>(i) * a.out_row;
     for (std::size_t c = 0; c < a.dv; ++c) dst[static_cast<std::ptrdiff_t>(c) * a.out_col] = o[c] / l;
   }
@@ -695,6 +727,7 @@ struct attention_kernel {
     if (nb == 0 || a.nq == 0 || a.dv == 0) return;
     if (a.nk == 0) {  // an empty sum: zeros, as the unfused contraction gives
       if (a.lse) std::fill(a.lse, a.lse + nb * a.nq, -std::numeric_limits<T>::infinity());
+      if (a.lse && a.lse_low) std::fill(a.lse_low, a.lse_low + nb * a.nq, T(0));
       for (std::size_t bi = 0; bi < nb; ++bi) {
         T* ob = a.out + a.batch_offset(a.out_batch, bi);
         for (std::size_t i = 0; i < a.nq; ++i)

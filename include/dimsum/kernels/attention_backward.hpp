@@ -5,8 +5,8 @@
 ///
 /// The forward saves only its output O and one statistic per query row,
 /// lse[i] = log sum_j exp(f(S[i, j])) (`attention_row_stats` computes it
-/// tile by tile). The backward never materialises the scores: with
-/// D[i] = sum_c dO[i, c] * O[i, c], for each key tile it recomputes
+/// key by key), optionally with its rounding error lse_low[i]. The
+/// backward never materialises the scores: with D[i] = sum_c dO[i, c] * O[i, c], for each key tile it recomputes
 /// P = exp(f(Q Kᵀ) - lse), then dV += Pᵀ dO, dP = dO Vᵀ, dS = P * (dP - D),
 /// and with g = df/ds (the product of the live scale stages, 0 where a
 /// causal or boolean mask replaced the score) dQ += (g dS) K,
@@ -50,6 +50,11 @@ struct attention_grad_args {
   T* dq = nullptr;
   T* dk = nullptr;
   T* dv = nullptr;
+  /// The forward's `lse_low` (nullptr: lse alone). With it, P is
+  /// exp((f(s) - lse) - lse_low), which keeps a row whose scores are all a
+  /// large finite fill (-1e9, where lse rounds log(l) away) equal to the
+  /// unfused softmax.
+  const T* lse_low = nullptr;
 };
 
 namespace detail {
@@ -102,7 +107,7 @@ struct attention_score_loops {
     return s;
   }
 
-  void row_stats(T* lse) const {
+  void row_stats(T* lse, T* lse_low) const {
     constexpr T ninf = -std::numeric_limits<T>::infinity();
     const std::size_t nb = a.batch_size();
     for (std::size_t bi = 0; bi < nb; ++bi)
@@ -119,7 +124,10 @@ struct attention_score_loops {
             m = x;  // NaN score: the row is NaN
           }
         }
-        lse[bi * a.nq + i] = m == ninf ? ninf : (m != m ? m : m + std::log(l));
+        T hi, lo;
+        split_log_sum_exp(m, l, hi, lo);
+        lse[bi * a.nq + i] = hi;
+        if (lse_low) lse_low[bi * a.nq + i] = lo;
       }
   }
 };
@@ -280,7 +288,7 @@ struct attention_backward_kernel {
   /// both are zero on [n, round_up(n, NR)) and copied into the NR-key
   /// panels pp and dsp (row r of each panel).
   void row_grad(buffers& buf, std::size_t bi, std::size_t r, std::size_t i, std::size_t j0, std::size_t n,
-                T lse) const {
+                T lse, T lse_low) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     const std::size_t n_vec = round_up(n, W), n_nr = round_up(n, NR);
@@ -288,7 +296,11 @@ struct attention_backward_kernel {
     T* dp = buf.dp + r * BC;
     T* ds = buf.ds + r * BC;
     fwd.prepare_row(s, buf.bias, bi, i, j0, n, n_vec);  // f(s); -inf on [n, n_vec)
-    if (std::isfinite(lse)) {
+    if (std::isfinite(lse) && lse_low != T(0)) {  // exp((s - lse) - lse_low): the low part survives
+      const auto hi = ops::broadcast(lse);
+      for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(s + j, ops::loadu(s + j) - hi);
+      exp_shifted_sum<T, Arch>(s, n_vec, lse_low);
+    } else if (std::isfinite(lse)) {
       exp_shifted_sum<T, Arch>(s, n_vec, lse);
     } else {  // a row of only -inf scores: NaN, as exp(-inf - -inf)
       for (std::size_t j = 0; j < n_vec; ++j) s[j] = std::exp(s[j] - lse);
@@ -342,6 +354,7 @@ struct attention_backward_kernel {
     const std::ptrdiff_t ob = a.batch_offset(a.out_batch, bi);
     const T* dob = g.dout + ob;
     const T* lse = g.lse + bi * a.nq;
+    const T* lse_low = g.lse_low ? g.lse_low + bi * a.nq : nullptr;
     // Operands packed once per batch index.
     pack_row_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kp);
     pack_row_panels(vb, a.v_row, a.v_col, a.nk, a.dv, buf.vp);
@@ -395,7 +408,7 @@ struct attention_backward_kernel {
                              buf.vp + (j0 + jp) * a.dv,
                              tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
           }
-        for (std::size_t r = r0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r]);
+        for (std::size_t r = r0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0));
         started = true;
         for (std::size_t jp = 0; jp < ne_nr; jp += NR) {
           const std::size_t cols = std::min(NR, ne - jp);
@@ -471,11 +484,12 @@ struct attention_backward_kernel {
 
 /// The per-query-row statistic the fused backward needs,
 /// lse[b * nq + i] = log sum_j exp(f(S[b, i, j])) (-inf for a row of only
-/// -inf scores), computed key by key without materialising the scores.
+/// -inf scores), computed key by key without materialising the scores;
+/// with `lse_low`, also each row's rounding error (`attention_args::lse_low`).
 /// Example: `std::vector<float> lse(args.batch_size() * args.nq); attention_row_stats(args, lse.data());`
 template <class T>
-void attention_row_stats(const attention_args<T>& args, T* lse) {
-  detail::attention_score_loops<T>(args).row_stats(lse);
+void attention_row_stats(const attention_args<T>& args, T* lse, T* lse_low = nullptr) {
+  detail::attention_score_loops<T>(args).row_stats(lse, lse_low);
 }
 
 /// The backward of `attention(args)`: dQ, dK, dV from dO, the saved output

@@ -7,7 +7,8 @@
 /// with the spellings of the tensor API; it must be the pattern of
 /// plan/fusion_patterns.hpp (`uses_fused_attention_v`) with q, k, v as the
 /// einsums' operands as they are. The node saves the output and one
-/// log-sum-exp per query row; backward calls f again (the masks it holds
+/// log-sum-exp per query row (with its rounding error, so that a row masked
+/// with a large finite fill keeps its weights); backward calls f again (the masks it holds
 /// are re-materialised; a mask or bias tensor f captures must outlive
 /// backward). Every stage the pattern fuses is differentiated: scales,
 /// causal and window masks (with offsets), boolean masks, and one additive
@@ -18,6 +19,7 @@
 ///       return dimsum::einsum<"b i h d_head, b j h d_head -> b h i j">(q, k) ... ;
 ///     });
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -82,6 +84,8 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
   constexpr std::size_t R = Out::rank;
   const E e = f(q.value(), k.value(), v.value());
   Out out = Out::from_extents(e.extents());
+  // each row's log-sum-exp as hi + lo (kernels::attention_args::lse_low):
+  // rows masked with a large finite fill keep their log(l)
   auto lse = std::make_shared<std::vector<T>>();
   auto check_leaves = [&](const kernels::attention_args<T>& a) {
     if (a.q != q.value().data() || a.k != k.value().data() || a.v != v.value().data())
@@ -91,9 +95,12 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
                                    [&](const kernels::attention_args<T>& a) {
                                      check_leaves(a);
                                      // the forward saves each row's log-sum-exp as it goes
-                                     lse->assign(a.batch_size() * a.nq, -std::numeric_limits<T>::infinity());
+                                     const std::size_t rows = a.batch_size() * a.nq;
+                                     lse->assign(2 * rows, T(0));
+                                     std::fill_n(lse->data(), rows, -std::numeric_limits<T>::infinity());
                                      kernels::attention_args<T> with_lse = a;
                                      with_lse.lse = lse->data();
+                                     with_lse.lse_low = lse->data() + rows;
                                      kernels::attention(with_lse);
                                    });
   return record(
@@ -107,7 +114,8 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
               auto dk = K::tensor_type::from_extents(k.value().extents());
               auto dv = V::tensor_type::from_extents(v.value().extents());
               kernels::attention_backward(
-                  kernels::attention_grad_args<T>{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data()});
+                  kernels::attention_grad_args<T>{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data(),
+                                                  lse->data() + a.batch_size() * a.nq});
               // moved into a node that has no gradient yet, else added
               if (q.requires_grad()) q.node()->accumulate(std::move(dq));
               if (k.requires_grad()) k.node()->accumulate(std::move(dk));
