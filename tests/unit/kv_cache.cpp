@@ -128,3 +128,16 @@ TEST_CASE("decoding with the cache equals causal attention over the whole sequen
   }
   CHECK(cache.size() == P);
 }
+
+TEST_CASE("kv_cache with an empty dim appends positions and holds no values", "[kv_cache]") {
+  cache_t cache(batch{0}, k_posn{4}, nheads{2}, d_head{2});
+  const auto k = kv_t::zeros(batch{0}, k_posn{2}, nheads{2}, d_head{2});
+  cache.append(k, k);
+  cache.append(k * 2.0, k);
+  CHECK(cache.size() == 4);
+  CHECK(cache.keys().extent<k_posn>() == 4);
+  CHECK(cache.keys().extent<batch>() == 0);
+  CHECK(cache.values().extent<batch>() == 0);
+  auto overflow = [&] { cache.append(k, k); };
+  CHECK_THROWS_WITH(overflow(), Catch::Contains("capacity 4"));
+}

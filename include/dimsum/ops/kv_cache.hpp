@@ -101,8 +101,12 @@ class kv_cache {
         throw shape_error("kv_cache.append: " + std::to_string(m) + " new positions along '" +
                           std::string(Pos::name.view()) + "' exceed the capacity " + std::to_string(capacity()) +
                           " (" + std::to_string(size_) + " held)");
-      k.eval_to(destination<dims_of_t<K>>(keys_, ke));
-      v.eval_to(destination<dims_of_t<V>>(values_, ve));
+      // An empty chunk (some extent 0) writes nothing; its storage may have
+      // no address to offset from.
+      if (!has_zero_extent(ke)) {
+        k.eval_to(destination<dims_of_t<K>>(keys_, ke));
+        v.eval_to(destination<dims_of_t<V>>(values_, ve));
+      }
       size_ += m;
     }
   }
@@ -146,6 +150,12 @@ class kv_cache {
         throw shape_error(std::string("kv_cache.append: the new ") + what + " have extent " + std::to_string(e[i]) +
                           " along '" + std::string(names[i]) + "' but the cache has " + std::to_string(have[i]));
     return e[pos];
+  }
+
+  static bool has_zero_extent(const std::array<std::size_t, rank>& e) noexcept {
+    for (std::size_t x : e)
+      if (x == 0) return true;
+    return false;
   }
 
   // Positions [size_, size_ + m) of store, in the dims order of Src.
