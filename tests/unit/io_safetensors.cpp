@@ -282,6 +282,64 @@ TEST_CASE("io_safetensors: malformed files are rejected with a message naming th
   CHECK_THROWS_WITH(dimsum::load_safetensors((dir / "none.safetensors").string(), m), Catch::Contains("cannot be read"));
 }
 
+TEST_CASE("io_safetensors: the header's JSON nests at most 128 levels, names each key once, and ends in whitespace") {
+  const scoped_dir dir("header_json");
+  struct one {
+    BOOST_HANA_DEFINE_STRUCT(one, (parameter<float, vocab>, x));
+  } m;
+  m.x = parameter<float, vocab>(vocab{2});
+  m.x.value.data()[0] = 7.f;
+  m.x.value.data()[1] = 8.f;
+  const std::string two = bytes_of<float>({1.f, 2.f});
+  const std::string entry = R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  // The header object is level 1; x's value adds `levels - 1` nested arrays.
+  auto nested = [](std::size_t levels) {
+    return R"({"x":)" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  struct bad_case {
+    const char* what;
+    std::string bytes;
+    const char* message;
+  };
+  const std::vector<bad_case> cases{
+      {"129 levels", file_of(nested(129), ""), "nests arrays and objects deeper than 128 levels"},
+      // 1 MB of '[' would take the parser's memory and time with it: the
+      // bound is found at byte 129.
+      {"a megabyte of brackets", file_of("{" + std::string(1 << 20, '['), ""),
+       "nests arrays and objects deeper than 128 levels"},
+      {"brackets inside strings do not count", file_of(R"({"x":")" + std::string(200, '[') + R"("})", ""),
+       "exactly dtype, shape and data_offsets"},
+      {"NUL padding", file_of(R"({"x":)" + entry + "}" + std::string(6, '\0') + "junk", two),
+       "the header has a NUL byte at offset"},
+      {"garbage after the object", file_of(R"({"x":)" + entry + "}  junk", two), "not valid JSON"},
+      {"duplicate field in a tensor",
+       file_of(R"({"x":{"dtype":"F64","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two),
+       "'x' names 'dtype' twice"},
+      {"duplicate metadata key", file_of(R"({"__metadata__":{"a":"1","a":"2"},"x":)" + entry + "}", two),
+       "'__metadata__' names 'a' twice"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.what) {
+      write_bytes(dir / "bad.safetensors", c.bytes);
+      CHECK_THROWS_WITH(dimsum::load_safetensors((dir / "bad.safetensors").string(), m),
+                        Catch::Contains("bad.safetensors") && Catch::Contains(c.message));
+      CHECK(m.x.value.data()[0] == 7.f);
+      CHECK(m.x.value.data()[1] == 8.f);
+    }
+  }
+  SECTION("128 levels pass the bound and reach the entry's check") {
+    write_bytes(dir / "deep.safetensors", file_of(nested(128), ""));
+    CHECK_THROWS_WITH(dimsum::load_safetensors((dir / "deep.safetensors").string(), m),
+                      Catch::Contains("tensor 'x' must be an object with exactly dtype, shape and data_offsets"));
+  }
+  SECTION("padding with spaces and other JSON whitespace loads") {
+    write_bytes(dir / "padded.safetensors", file_of(R"({"x":)" + entry + "}  \n\t ", two));
+    dimsum::load_safetensors((dir / "padded.safetensors").string(), m);
+    CHECK(m.x.value.data()[0] == 1.f);
+    CHECK(m.x.value.data()[1] == 2.f);
+  }
+}
+
 TEST_CASE("io_safetensors: a failed save leaves the old file intact and no temporary behind") {
   const scoped_dir dir("atomic");
   const auto path = dir / "m.safetensors";

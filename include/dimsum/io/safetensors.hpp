@@ -13,8 +13,10 @@
 ///
 /// Reading is strict, and every problem is a `dimsum::safetensors_error`
 /// naming the file: shorter than 8 bytes, a header length past the end of
-/// the file (or above 100 MB), a header that is not a JSON object, a
-/// duplicate name, an entry without exactly `dtype`, `shape` and
+/// the file (or above 100 MB), a header that is not a JSON object, JSON
+/// nested deeper than 128 levels (the reference reader's bound), a NUL byte
+/// or anything but JSON whitespace after the object, a name given twice in
+/// one object (a tensor name, a field of an entry, a metadata key), an entry without exactly `dtype`, `shape` and
 /// `data_offsets`, an unknown dtype, offsets whose length is not the
 /// shape's byte count, and offsets that do not tile the buffer exactly
 /// (overlapping, leaving a gap, out of range, or trailing bytes), which is
@@ -118,6 +120,34 @@ namespace io::detail {
 
 /// The largest header accepted (the reference implementation's limit).
 inline constexpr std::uint64_t safetensors_max_header = 100'000'000;
+/// The deepest nesting of JSON arrays and objects accepted in a header (the
+/// header object itself is level 1); a valid header needs 3.
+inline constexpr std::size_t safetensors_max_depth = 128;
+
+// Whether the JSON text [p, p + n) nests arrays and objects deeper than
+// `limit` levels (brackets inside strings do not count). A linear scan
+// that allocates nothing and stops at the first bracket too deep: the
+// parser, run after it, needs memory in proportion to the depth.
+inline bool json_nests_deeper_than(const char* p, std::size_t n, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = p[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
 
 inline std::uint64_t read_le64(const std::byte* p) {
   std::uint64_t v = 0;
@@ -162,13 +192,32 @@ inline safetensors_contents parse_safetensors(const std::byte* bytes, std::size_
     throw_safetensors_error(source, "header length " + std::to_string(n) + " exceeds the 100 MB limit");
   const char* header = reinterpret_cast<const char*>(bytes + 8);
   if (n == 0 || header[0] != '{') throw_safetensors_error(source, "the header is not a JSON object");
-  // Duplicate top-level names would silently keep the last: reject them.
-  std::set<std::string> seen;
+  // JSON text has no NUL byte, but the parser takes one for the end of its
+  // input, which would let padding other than spaces through.
+  if (const void* nul = std::memchr(header, 0, std::size_t(n)))
+    throw_safetensors_error(source, "the header has a NUL byte at offset " +
+                                        std::to_string(static_cast<const char*>(nul) - header) +
+                                        " (it may be padded with spaces only)");
+  if (io::detail::json_nests_deeper_than(header, std::size_t(n), io::detail::safetensors_max_depth))
+    throw_safetensors_error(source, "the header nests arrays and objects deeper than " +
+                                        std::to_string(io::detail::safetensors_max_depth) + " levels");
+  // A name given twice in one object would silently keep the last: reject
+  // it in every object (tensor names, an entry's fields, metadata keys).
+  // One set of keys per open object; the depth bound bounds the stack.
+  std::vector<std::set<std::string>> keys;
+  std::string top_key;  // the tensor name (or __metadata__) being parsed
   std::string duplicate;
   json::parser_callback_t on_key = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second &&
-        duplicate.empty())
-      duplicate = parsed.get<std::string>();
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (depth == 1) top_key = key;
+      if (!keys.back().insert(key).second && duplicate.empty())
+        duplicate = depth == 1 ? "the header names '" + key + "' twice" : "'" + top_key + "' names '" + key + "' twice";
+    }
     return true;
   };
   json h;
@@ -178,7 +227,7 @@ inline safetensors_contents parse_safetensors(const std::byte* bytes, std::size_
     throw_safetensors_error(source, std::string("the header is not valid JSON: ") + e.what());
   }
   if (!h.is_object()) throw_safetensors_error(source, "the header is not a JSON object");
-  if (!duplicate.empty()) throw_safetensors_error(source, "the header names '" + duplicate + "' twice");
+  if (!duplicate.empty()) throw_safetensors_error(source, duplicate);
 
   const std::size_t buffer_size = size - 8 - std::size_t(n);
   const std::byte* buffer = bytes + 8 + n;
