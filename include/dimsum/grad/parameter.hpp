@@ -31,6 +31,14 @@ struct parameter {
   template <dimension... Args>
     requires(sizeof...(Args) > 0)
   explicit parameter(const Args&... extents) : value(extents...), grad(extents...) {}
+  /// `p = t` is `p = parameter(t)`: `t` becomes the value and the gradient
+  /// zeros of its extents (a module's weights set from a loaded tensor:
+  /// `head.key.weight = load_npy<...>(path)`).
+  parameter& operator=(tensor_type v) {
+    value = std::move(v);
+    grad = tensor_type::from_extents(value.extents());
+    return *this;
+  }
 
   /// Sets the gradient to zeros of the value's extents (PyTorch's
   /// `zero_grad(set_to_none=False)`).

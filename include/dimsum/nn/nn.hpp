@@ -2,8 +2,11 @@
 /// \file
 /// The attention building blocks (not included by dimsum.hpp, which stays
 /// light): linear, embedding, positional encoding, dropout, dot-product and
-/// multi-head attention. The seed tutorials' own classes (tokenizer, char
-/// head, SelfAttention v1/v2) are in <dimsum/nn/seeds/seeds.hpp>.
+/// multi-head attention, layer norm, init. The seed tutorials' own classes
+/// (tokenizer, char head, SelfAttention v1/v2) are `dimsum::nn::seeds::...`
+/// from <dimsum/nn/seeds/seeds.hpp>; this header includes them too, with
+/// their former names in `dimsum::nn` as deprecated aliases
+/// (<dimsum/nn/seeds/old_names.hpp>).
 
 #include <dimsum/nn/attention.hpp>
 #include <dimsum/nn/dropout.hpp>
@@ -13,4 +16,5 @@
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/nn/module.hpp>
 #include <dimsum/nn/positional_encoding.hpp>
+#include <dimsum/nn/seeds/old_names.hpp>
 #include <dimsum/ops/arange.hpp>

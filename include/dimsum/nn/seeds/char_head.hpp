@@ -119,6 +119,14 @@ struct char_head {
     return rename<QT, Time>(eval(einsum<Batch, QT, Head>(t.weights, rename<QT, KT>(t.v))));  // W @ v
   }
 
+  /// The form before 0.2.0, `head.forward<q_time, k_time>(x)`: Time was x's
+  /// second dim, by position. Deprecated: name it, `forward<Time, QT, KT>`.
+  template <dimension QT, dimension KT, dimension Batch, dimension Time>
+  [[deprecated("use forward<Time, QT, KT>(x): name x's time dim first")]]
+  tensor<T, Batch, Time, Head> forward(const tensor<T, Batch, Time, Emb>& x, trace<Batch, QT, KT>* tr = nullptr) const {
+    return forward<Time, QT, KT>(x, tr);
+  }
+
   /// The same on a var x, recorded on x's tape with the three weights
   /// watched: backward accumulates their gradients (the seed's `head(x)` in
   /// a training loop). Returns a var (Batch, Time, Head). The attention is
