@@ -246,3 +246,29 @@ TEST_CASE("grad tape: watching a lazy expression watches its value, a leaf", "[g
   for (std::size_t r = 0; r < 2; ++r)
     for (std::size_t c = 0; c < 3; ++c) CHECK(g(row{r}, col{c}) == Approx(4.0 * x(row{r}, col{c})));
 }
+
+TEST_CASE("grad tape: a parameter reassigned with other extents between watch and backward is a tape_error",
+          "[grad][tape]") {
+  for (const std::size_t cols : {std::size_t(2), std::size_t(5)}) {  // smaller, then larger
+    INFO(cols);
+    w_t w = make_w();
+    grad::tape t;
+    auto v = t.watch(w);
+    auto loss = dimsum::sum<col, out>(v * 2.0);
+    w = w_t(tensor<double, col, out>(col{cols}, out{2}));
+    CHECK_THROWS_AS(t.backward(loss), grad::tape_error);
+    CHECK_THROWS_WITH(t.backward(loss), Catch::Contains("a parameter (col, out) was watched with extents (3, 2) but "
+                                                        "its value now has extents (" +
+                                                        std::to_string(cols) + ", 2)"));
+    for (std::size_t x = 0; x < w.grad.size(); ++x) CHECK(w.grad.data()[x] == 0.0);  // nothing accumulated
+  }
+  // Reassigned with the same extents: backward reads the new value, as it
+  // reads the parameter in place.
+  w_t w = make_w();
+  grad::tape t;
+  auto v = t.watch(w);
+  auto loss = dimsum::sum<col, out>(v * 2.0);
+  w = make_w();
+  t.backward(loss);
+  for (std::size_t x = 0; x < w.grad.size(); ++x) CHECK(w.grad.data()[x] == 2.0);
+}

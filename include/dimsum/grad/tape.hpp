@@ -52,8 +52,9 @@ struct backward_needs_a_var {
 template <class What>
 struct gradient_of_something_that_is_not_a_parameter_or_var {
   static_assert(detail::always_false<What>,
-                "dimsum: gradient(x) needs a parameter or a grad::var; a tensor or expression has no gradient "
-                "(watch it on the tape first)");
+                "dimsum: gradient(x) needs a parameter or a grad::var; a tensor or expression has no gradient: "
+                "watch a parameter W itself (tape.watch(W), not tape.watch(W.value), which watches a copy) and read "
+                "gradient(W), or read gradient(v) of the var v = tape.watch(x) of a tensor x");
 };
 template <class Asked, class Actual>
 struct gradient_dims_differ_from_the_variable_dims {
@@ -104,6 +105,10 @@ struct node_base {
   /// Frees the rule and what it holds (its inputs' nodes, saved values):
   /// called when the tape, which alone can run it, is destroyed.
   virtual void release_rule() noexcept = 0;
+  /// Throws `tape_error` if a watched parameter's value no longer has the
+  /// extents it had when it was watched (backward would read its gradient
+  /// and value out of step); nothing for other nodes.
+  virtual void check_watched_extents() const {}
   bool requires_grad = false;
   bool keep_grad = false;  // a watched tensor: `gradient(v)` reads it after backward
 };
@@ -191,6 +196,22 @@ struct var_node final : node_base {
     if (has_grad && rule) rule(grad, value());
   }
   void release_rule() noexcept override { rule = nullptr; }
+  std::array<std::size_t, sizeof...(Ds)> watched_extents{};  // a watched parameter's, when watched
+  void check_watched_extents() const override {
+    if (!param_grad || value().extents() == watched_extents) return;
+    std::string names;
+    ((names += (names.empty() ? "" : ", "), names += Ds::name.view()), ...);
+    std::string m = "tape.backward: a parameter (";
+    m.append(names).append(") was watched with extents (");
+    auto extents = [&m](const std::array<std::size_t, sizeof...(Ds)>& e) {
+      for (std::size_t i = 0; i < e.size(); ++i) m.append(i ? ", " : "").append(std::to_string(e[i]));
+    };
+    extents(watched_extents);
+    m.append(") but its value now has extents (");
+    extents(value().extents());
+    m.append("); a watched parameter keeps its value until backward has run (assign it after the step)");
+    throw tape_error(m);
+  }
   void release_grad() noexcept override {
     if (keep_grad || !has_grad) return;
     // A default tensor is empty when a dim is dynamic (activations have
@@ -345,6 +366,7 @@ class tape {
     auto n = std::make_shared<detail::var_node<T, Ds...>>();
     n->value_ptr = &p.value;
     n->param_grad = &p.grad;
+    n->watched_extents = p.value.extents();
     n->requires_grad = true;
     parameter<T, Ds...>* pp = &p;
     n->rule = [pp](const tensor<T, Ds...>& g, const tensor<T, Ds...>&) {
@@ -352,11 +374,14 @@ class tape {
       kernels::detail::add_contiguous(pp->grad.data(), g.data(), g.size());
     };
     push(n);
+    watched_.push_back(n.get());
     return var<T, Ds...>(this, std::move(n));
   }
 
   /// A leaf var of value `t` whose gradient backward keeps on the tape,
-  /// read with `gradient(v)` (an input you want d loss / d input of).
+  /// read with `gradient(v)` (an input you want d loss / d input of). `t`
+  /// is copied: `tape.watch(W.value)` of a parameter W watches a copy of
+  /// its value and leaves `W.grad` alone; watch the parameter, `tape.watch(W)`.
   template <class T, dimension... Ds>
   var<T, Ds...> watch(tensor<T, Ds...> t) {
     auto n = std::make_shared<detail::var_node<T, Ds...>>();
@@ -405,6 +430,9 @@ class tape {
       if (done_) throw tape_error("tape.backward: this tape has run backward already; record a new tape per step");
       if (loss.owner() != this && loss.owner() != nullptr)
         throw tape_error("tape.backward: the loss was recorded on another tape");
+      // Before anything runs: a parameter reassigned with other extents
+      // since it was watched is refused, and no gradient has changed.
+      for (const detail::node_base* w : watched_) w->check_watched_extents();
       done_ = true;
       if (!loss.requires_grad()) return;  // nothing watched reaches the loss
       auto& n = *loss.node();
@@ -437,6 +465,7 @@ class tape {
   }
 
   std::vector<std::shared_ptr<detail::node_base>> nodes_;
+  std::vector<const detail::node_base*> watched_;  // the watched parameters' nodes (kept alive by nodes_)
   bool done_ = false;
   std::shared_ptr<tape*> handle_ = std::make_shared<tape*>(this);
 };
