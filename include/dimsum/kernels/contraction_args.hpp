@@ -40,15 +40,17 @@ struct dim_group {
 /// `fma(alpha, acc, fma(beta, C, bias))` (with beta == 0: `fma(alpha, acc,
 /// bias)`), the same arithmetic as writing the bias into C first and
 /// accumulating with beta == 1 (the same bits), without that extra pass
-/// over C.
-template <class T>
+/// over C. `TC` is the type of C (and of alpha, beta and the bias): T, or
+/// float for bf16 operands (`contraction_args<bf16, float>`), whose sums
+/// are float32.
+template <class T, class TC = T>
 struct contraction_args {
   const T* a = nullptr;
   const T* b = nullptr;
-  T* c = nullptr;
+  TC* c = nullptr;
   dim_group batch, m, n, k;
-  T alpha = 1, beta = 0;
-  const T* bias = nullptr;
+  TC alpha = 1, beta = 0;
+  const TC* bias = nullptr;
   std::array<std::ptrdiff_t, max_group_rank> bias_n{};
 };
 

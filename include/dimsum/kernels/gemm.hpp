@@ -7,7 +7,9 @@
 
 #include <type_traits>
 
+#include "dimsum/core/bf16.hpp"
 #include "dimsum/kernels/contraction_args.hpp"
+#include "dimsum/kernels/detail/gemm_bf16.hpp"
 #include "dimsum/kernels/detail/gemm_threads.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/simd.hpp"
@@ -37,5 +39,21 @@ template <class T>
 void contract(const contraction_args<T>& args) {
   contract_on<best_gemm_arch>(args);
 }
+
+/// `contract` on bf16 operands with float32 sums into a float C, on an
+/// explicitly chosen path: `avx512_bf16_arch` (`vdpbf16ps`), or any arch
+/// `contract_on` takes for float, on operands converted to float while
+/// packing. Same enabled / present rule as above.
+template <class Arch>
+void contract_on(const contraction_args<bf16, float>& args) {
+  static_assert(Arch::supported(), "dimsum: this SIMD arch is not enabled in this translation unit");
+  detail::contract_bf16<Arch>(args);
+}
+
+/// `C[b,m,n] = alpha * sum_k A[b,m,k] * B[b,k,n] + beta * C[b,m,n]` for bf16
+/// A and B and a float C, every product and sum in float32, with
+/// `best_bf16_gemm_arch`: AVX512-BF16's dot product where it is compiled
+/// in, else the float kernels on operands converted while packing.
+inline void contract(const contraction_args<bf16, float>& args) { contract_on<best_bf16_gemm_arch>(args); }
 
 }  // namespace dimsum::kernels

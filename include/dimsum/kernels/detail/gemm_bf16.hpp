@@ -1,0 +1,350 @@
+#pragma once
+/// \file
+/// The GEMM on bf16 operands with float32 accumulators and a float32 C,
+/// on two paths that share the blocked loops of gemm_driver.hpp (B block,
+/// A block, micro-tiles) and the split over threads of gemm_threads.hpp:
+///
+/// - `avx512_bf16_arch` (AVX512-BF16, compiled in with e.g. -march=native on
+///   AMD Zen 4/5 or Intel Cooper Lake / Sapphire Rapids): the operands are
+///   packed as bf16 pairs along K (A: for each pair of k, MR rows' pairs; B:
+///   for each pair of k, NR columns' pairs) and the micro-kernel multiplies
+///   them with `vdpbf16ps`, which adds two bf16 products to each float
+///   accumulator per lane: twice the multiply-adds of a float FMA per
+///   instruction. The instruction treats subnormal bf16 inputs and float
+///   results as zero (and rounds to nearest even), as Intel's SDM says.
+/// - any other arch (`xsimd::avx512f`, the AVX2 archs, `scalar_arch`): the
+///   operands are converted to float while they are packed (exact), and the
+///   float micro-kernel of gemm_micro.hpp runs on the packed panels.
+///
+/// Either way each product of two bf16 is exact in float and the sums are
+/// float32, so the result is within K * 2^-24 * sum |a_k b_k| of the exact
+/// sum of the bf16 inputs (tests/unit/kernels_gemm.cpp checks this bound).
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+
+#include "dimsum/core/bf16.hpp"
+#include "dimsum/kernels/contraction_args.hpp"
+#include "dimsum/kernels/detail/gemm_driver.hpp"
+#include "dimsum/kernels/detail/gemm_layout.hpp"
+#include "dimsum/kernels/detail/gemm_micro.hpp"
+#include "dimsum/kernels/detail/gemm_scratch.hpp"
+#include "dimsum/kernels/detail/thread_pool.hpp"
+#include "dimsum/kernels/simd.hpp"
+#include "dimsum/kernels/threads.hpp"
+
+namespace dimsum::kernels {
+
+/// Arch tag of the bf16 dot-product GEMM (`vdpbf16ps`): supported when the
+/// translation unit is compiled with AVX512-BF16 (`__AVX512BF16__`, e.g.
+/// -march=native on a CPU that has it), available when the CPU has it.
+struct avx512_bf16_arch {
+  static constexpr bool supported() noexcept {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    return true;
+#else
+    return false;
+#endif
+  }
+  static bool available() noexcept {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    if constexpr (supported()) return __builtin_cpu_supports("avx512bf16") != 0;
+#endif
+    return false;
+  }
+  static constexpr const char* name() noexcept { return "avx512bf16"; }
+};
+
+/// The path `contract` takes for bf16 operands: `avx512_bf16_arch` when it
+/// is compiled in, else the float kernels' arch (`best_gemm_arch`) on
+/// operands converted to float while packing.
+using best_bf16_gemm_arch = std::conditional_t<avx512_bf16_arch::supported(), avx512_bf16_arch, best_gemm_arch>;
+
+}  // namespace dimsum::kernels
+
+namespace dimsum::kernels::detail {
+
+/// How the bf16 GEMM packs and multiplies on arch `Arch`: here, converting
+/// to float and running the float micro-kernel (contract_blocking's tile).
+template <class Arch>
+struct bf16_gemm_path {
+  using blocking = contract_blocking<float, Arch>;
+  using packed = float;
+  static constexpr std::size_t mr = blocking::mr, nr = blocking::nr;
+  /// Packed values per k of a panel row (R values for R = MR or NR), and the
+  /// padded depth of a panel of kc values of k.
+  static constexpr std::size_t padded_k(std::size_t kc) { return kc; }
+
+  /// dst[p * R + x] = src[k_off[p] + x_off[x]] as float, zeros for x >= width.
+  template <std::size_t R>
+  static void pack(float* __restrict dst, const bf16* src, const std::ptrdiff_t* k_off, std::size_t kc,
+                   const std::ptrdiff_t* x_off, std::size_t width, bool x_unit) noexcept {
+    for (std::size_t p = 0; p < kc; ++p) {
+      const bf16* s = src + k_off[p];
+      float* d = dst + p * R;
+      if (x_unit) {
+        s += x_off[0];
+        for (std::size_t x = 0; x < width; ++x) d[x] = s[x].to_float();
+      } else {
+        for (std::size_t x = 0; x < width; ++x) d[x] = s[x_off[x]].to_float();
+      }
+      for (std::size_t x = width; x < R; ++x) d[x] = 0.0f;
+    }
+  }
+  static void multiply(std::size_t kc, const float* pa, const float* pb, const tile_target<float>& t) noexcept {
+    micro_kernel<float, Arch, mr, nr>::run(kc, pa, pb, t);
+  }
+};
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+
+/// The MR x (16 NV) micro-kernel on bf16 pairs: per pair of k, NV vectors of
+/// B (16 columns x 2 k each) and one broadcast pair of A per row, `vdpbf16ps`
+/// into MR x NV float accumulators. The store does what the float
+/// micro-kernel's does, element for element: C = fma(alpha, acc, fma(beta,
+/// C, bias)), each part only where present.
+template <std::size_t MR, std::size_t NV>
+struct bf16_dot_kernel {
+  static constexpr std::size_t nr = 16 * NV;
+
+  static void run(std::size_t kq, const bf16* __restrict pa, const bf16* __restrict pb,
+                  const tile_target<float>& t) noexcept {
+    __m512 acc[MR][NV];
+    unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { acc[i][v] = _mm512_setzero_ps(); }); });
+    const auto* a = reinterpret_cast<const unsigned char*>(pa);
+#pragma GCC unroll 4
+    for (std::size_t q = 0; q < kq; ++q) {
+      __builtin_prefetch(a + 16 * MR * 4, 0, 3);
+      __m512i bv[NV];
+      unrolled<NV>([&](auto v) { bv[v] = _mm512_load_si512(pb + v * 32); });
+      unrolled<MR>([&](auto i) {
+        std::int32_t pair;
+        std::memcpy(&pair, a + i * 4, 4);
+        const __m512i ai = _mm512_set1_epi32(pair);
+        unrolled<NV>([&](auto v) { acc[i][v] = _mm512_dpbf16_ps(acc[i][v], (__m512bh)ai, (__m512bh)bv[v]); });
+      });
+      a += MR * 4;
+      pb += 2 * nr;
+    }
+    store(acc, t);
+  }
+
+ private:
+  static void store(const __m512 (&acc)[MR][NV], const tile_target<float>& t) noexcept {
+    const bool read_c = t.beta != 0.0f;
+    if (t.cols_unit && t.rows == MR && t.cols == nr) {
+      const __m512 alpha = _mm512_set1_ps(t.alpha), beta = _mm512_set1_ps(t.beta);
+      unrolled<MR>([&](auto i) {
+        float* row = t.c + t.row_offset[i] + t.col_offset[0];
+        unrolled<NV>([&](auto v) {
+          float* p = row + v * 16;
+          __m512 r;
+          if (t.bias) {
+            const __m512 bias = _mm512_load_ps(t.bias + v * 16);
+            r = _mm512_fmadd_ps(alpha, acc[i][v], read_c ? _mm512_fmadd_ps(beta, _mm512_loadu_ps(p), bias) : bias);
+          } else {
+            r = read_c ? _mm512_fmadd_ps(alpha, acc[i][v], opaque(_mm512_mul_ps(beta, _mm512_loadu_ps(p))))
+                       : _mm512_mul_ps(alpha, acc[i][v]);
+          }
+          _mm512_storeu_ps(p, r);
+        });
+      });
+      return;
+    }
+    // An edge tile: the same arithmetic per element, one at a time.
+    alignas(64) float tile[MR * nr];
+    unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { _mm512_store_ps(tile + i * nr + v * 16, acc[i][v]); }); });
+    for (std::size_t i = 0; i < t.rows; ++i)
+      for (std::size_t j = 0; j < t.cols; ++j) {
+        float& c = t.c[t.row_offset[i] + t.col_offset[j]];
+        const float x = tile[i * nr + j];
+        if (t.bias)
+          c = std::fma(t.alpha, x, read_c ? std::fma(t.beta, c, t.bias[j]) : t.bias[j]);
+        else
+          c = read_c ? std::fma(t.alpha, x, opaque(t.beta * c)) : t.alpha * x;
+      }
+  }
+};
+
+/// The vdpbf16ps path: 6 x 64 tiles (24 accumulators, 4 B vectors, 1
+/// broadcast), panels of bf16 pairs along K, the last pair zero-padded
+/// when kc is odd.
+template <>
+struct bf16_gemm_path<avx512_bf16_arch> {
+  using blocking = gemm_blocking<6, 64, 480, 2048, 16384>;
+  using packed = bf16;
+  static constexpr std::size_t mr = blocking::mr, nr = blocking::nr;
+  static constexpr std::size_t padded_k(std::size_t kc) { return (kc + 1) / 2 * 2; }
+
+  /// dst[q * 2R + 2x + s] = src[k_off[2q + s] + x_off[x]] (0 past kc and
+  /// for x >= width): for each pair of k, R pairs.
+  template <std::size_t R>
+  static void pack(bf16* __restrict dst, const bf16* src, const std::ptrdiff_t* k_off, std::size_t kc,
+                   const std::ptrdiff_t* x_off, std::size_t width, bool x_unit) noexcept {
+    const std::size_t kq = (kc + 1) / 2;
+    for (std::size_t q = 0; q < kq; ++q) {
+      const bf16* s0 = src + k_off[2 * q];
+      const bf16* s1 = 2 * q + 1 < kc ? src + k_off[2 * q + 1] : nullptr;
+      bf16* d = dst + q * 2 * R;
+      std::size_t x = 0;
+      if (x_unit) {
+        s0 += x_off[0];
+        if (s1) {
+          s1 += x_off[0];
+          // 32 columns of two rows at a time, interleaved by one permute each half.
+          const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
+                                              38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+          const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+          for (; x + 32 <= width; x += 32) {
+            const __m512i r0 = _mm512_loadu_si512(s0 + x), r1 = _mm512_loadu_si512(s1 + x);
+            _mm512_storeu_si512(d + 2 * x, _mm512_permutex2var_epi16(r0, lo, r1));
+            _mm512_storeu_si512(d + 2 * x + 32, _mm512_permutex2var_epi16(r0, hi, r1));
+          }
+        }
+        for (; x < width; ++x) {
+          d[2 * x] = s0[x];
+          d[2 * x + 1] = s1 ? s1[x] : bf16();
+        }
+      } else {
+        for (; x < width; ++x) {
+          d[2 * x] = s0[x_off[x]];
+          d[2 * x + 1] = s1 ? s1[x_off[x]] : bf16();
+        }
+      }
+      for (; x < R; ++x) d[2 * x] = d[2 * x + 1] = bf16();
+    }
+  }
+  static void multiply(std::size_t kc, const bf16* pa, const bf16* pb, const tile_target<float>& t) noexcept {
+    bf16_dot_kernel<mr, nr / 16>::run((kc + 1) / 2, pa, pb, t);
+  }
+};
+
+#endif
+
+/// C[bi, m0:m1, n0:n1] of a bf16 problem on the calling thread: B blocks
+/// (KC x NC) and A blocks (MC x KC) packed by Path, micro-tiles multiplied
+/// by it.
+template <class Arch>
+void bf16_gemm_rectangle(const gemm_problem<float>& p, const bf16* a0, const bf16* b0, std::size_t bi,
+                         std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
+  using path = bf16_gemm_path<Arch>;
+  using Blk = typename path::blocking;
+  using P = typename path::packed;
+  constexpr std::size_t MR = Blk::mr, NR = Blk::nr;
+  const bf16* a = a0 + offset_of(p.batch, p.batch.stride_a, bi);
+  const bf16* b = b0 + offset_of(p.batch, p.batch.stride_b, bi);
+  float* c = p.c + offset_of(p.batch, p.batch.stride_c, bi);
+  const block_plan<P, Blk> plan(p.nk, n1 - n0);
+  const std::size_t mc_blk = plan.mc(m1 - m0);
+  const std::size_t kp = path::padded_k(plan.kc);
+  const std::size_t bytes_b = round_up(round_up(plan.nc, NR) * kp * sizeof(P), scratch_alignment);
+  const std::size_t bytes_a = round_up(mc_blk * kp * sizeof(P), scratch_alignment);
+  auto* scratch = static_cast<unsigned char*>(thread_scratch().reserve(bytes_a + bytes_b));
+  P* packed_b = reinterpret_cast<P*>(scratch);
+  P* packed_a = reinterpret_cast<P*>(scratch + bytes_b);
+
+  std::ptrdiff_t k_off_a[Blk::kc], k_off_b[Blk::kc], idx[Blk::mc > NR ? Blk::mc : NR], row_c[Blk::mc], col_c[NR],
+      bias_off[NR];
+  alignas(scratch_alignment) float bias_panel[NR];
+  for (std::size_t jc = n0; jc < n1; jc += plan.nc) {
+    const std::size_t nc = std::min(plan.nc, n1 - jc);
+    for (std::size_t pc = 0; pc < p.nk; pc += plan.kc) {
+      const std::size_t kc = std::min(plan.kc, p.nk - pc);
+      const std::size_t kpad = path::padded_k(kc);
+      fill_offsets(p.k, p.k.stride_b, pc, kc, k_off_b);
+      for (std::size_t jr = 0; jr < nc; jr += NR) {
+        const std::size_t nr = std::min(NR, nc - jr);
+        fill_offsets(p.n, p.n.stride_b, jc + jr, nr, idx);
+        path::template pack<NR>(packed_b + jr * kpad, b, k_off_b, kc, idx, nr, p.b_n_unit || consecutive(idx, nr));
+      }
+      fill_offsets(p.k, p.k.stride_a, pc, kc, k_off_a);
+      const bool add_bias = p.bias != nullptr && pc == 0;
+      const float beta = pc == 0 ? p.beta : 1.0f;
+      for (std::size_t ic = m0; ic < m1; ic += mc_blk) {
+        const std::size_t mc = std::min(mc_blk, m1 - ic);
+        fill_offsets(p.m, p.m.stride_a, ic, mc, idx);
+        // A is packed with its rows as the panel's x and K as its k: the
+        // row offsets play x_off, the K offsets k_off.
+        for (std::size_t ir = 0; ir < mc; ir += MR) {
+          const std::size_t mr = std::min(MR, mc - ir);
+          path::template pack<MR>(packed_a + ir * kpad, a, k_off_a, kc, idx + ir, mr,
+                                  p.a_m_unit || consecutive(idx + ir, mr));
+        }
+        fill_offsets(p.m, p.m.stride_c, ic, mc, row_c);
+        for (std::size_t jr = 0; jr < nc; jr += NR) {
+          const std::size_t nr = std::min(NR, nc - jr);
+          fill_offsets(p.n, p.n.stride_c, jc + jr, nr, col_c);
+          const bool cols_unit = p.c_n_unit || consecutive(col_c, nr);
+          if (add_bias) {
+            fill_offsets(p.n, p.n.stride_a, jc + jr, nr, bias_off);
+            for (std::size_t j = 0; j < NR; ++j) bias_panel[j] = j < nr ? p.bias[bias_off[j]] : 0.0f;
+          }
+          for (std::size_t ir = 0; ir < mc; ir += MR) {
+            const tile_target<float> t{c,       row_c + ir, col_c, std::min(MR, mc - ir), nr, cols_unit, p.alpha,
+                                       beta,    add_bias ? static_cast<const float*>(bias_panel) : nullptr};
+            path::multiply(kc, packed_a + ir * kpad, packed_b + jr * kpad, t);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// The bf16 GEMM on `Arch` (see the file comment): independent rectangles
+/// (batch index times a range of M or N) spread over up to num_threads()
+/// threads. Results do not depend on the thread count: K is blocked the
+/// same way whatever the split.
+template <class Arch>
+void contract_bf16(const contraction_args<bf16, float>& args) {
+  using Blk = typename bf16_gemm_path<Arch>::blocking;
+  const std::size_t nb = args.batch.size();
+  gemm_problem<float> p{};
+  p.c = args.c;
+  p.nm = args.m.size();
+  p.nn = args.n.size();
+  p.nk = args.k.size();
+  if (nb == 0 || p.nm == 0 || p.nn == 0) return;
+  p.batch = canonical_group(args.batch, operand_a | operand_b | operand_c);
+  p.m = canonical_group(args.m, operand_a | operand_c);
+  p.bias = args.bias;
+  dim_group n = args.n;
+  if (args.bias) n.stride_a = args.bias_n;  // as in contract_blocked: the bias rides in A's unused N slot
+  p.n = canonical_group(n, (args.bias ? operand_a : 0u) | operand_b | operand_c);
+  p.k = canonical_group(args.k, operand_a | operand_b);
+  p.alpha = args.alpha;
+  p.beta = args.beta;
+  if (p.nk == 0) return scale_c(p);
+  p.a_m_unit = unit_stride(p.m, p.m.stride_a);
+  p.a_k_unit = unit_stride(p.k, p.k.stride_a);
+  p.b_k_unit = unit_stride(p.k, p.k.stride_b);
+  p.b_n_unit = unit_stride(p.n, p.n.stride_b);
+  p.c_n_unit = unit_stride(p.n, p.n.stride_c);
+
+  const std::size_t threads =
+      in_pool_job() ? 1 : threads_for_flops(2.0 * double(nb) * double(p.nm) * double(p.nn) * double(p.nk));
+  // Split M (each part packs all of B) unless N has more tiles to share.
+  const std::size_t tiles_m = (p.nm + Blk::mr - 1) / Blk::mr, tiles_n = (p.nn + Blk::nr - 1) / Blk::nr;
+  const bool split_m = tiles_m >= tiles_n || tiles_m >= threads;
+  const std::size_t parts = std::min(threads / std::gcd(nb, threads), split_m ? tiles_m : tiles_n);
+  const std::size_t step = ((split_m ? tiles_m : tiles_n) + parts - 1) / parts * (split_m ? Blk::mr : Blk::nr);
+  parallel_for(
+      nb * parts,
+      [&](std::size_t item) {
+        const std::size_t bi = item / parts, part = item % parts;
+        const std::size_t extent = split_m ? p.nm : p.nn;
+        const std::size_t lo = std::min(extent, part * step), hi = std::min(extent, lo + step);
+        if (lo == hi) return;
+        if (split_m)
+          bf16_gemm_rectangle<Arch>(p, args.a, args.b, bi, lo, hi, 0, p.nn);
+        else
+          bf16_gemm_rectangle<Arch>(p, args.a, args.b, bi, 0, p.nm, lo, hi);
+      },
+      threads);
+}
+
+}  // namespace dimsum::kernels::detail
