@@ -23,7 +23,7 @@
 #include <vector>
 
 #include <dimsum/dimsum.hpp>
-#include <dimsum/dist/dist.hpp>
+#include <dimsum/distributed/dist.hpp>
 
 #include "inputs.hpp"
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include <dimsum/dimsum.hpp>
-#include <dimsum/dist/dist.hpp>
+#include <dimsum/distributed/dist.hpp>
 
 namespace dist = dimsum::dist;
 namespace fs = std::filesystem;

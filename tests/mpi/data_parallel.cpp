@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <dimsum/dist/dist.hpp>
+#include <dimsum/distributed/dist.hpp>
 #include <dimsum/optim/adamw.hpp>
 
 #include "../../examples/char_transformer_forward.hpp"

@@ -17,7 +17,7 @@
 #include <string>
 
 #include <dimsum/dimsum.hpp>
-#include <dimsum/dist/dist.hpp>
+#include <dimsum/distributed/dist.hpp>
 
 #include "../../examples/attention.hpp"
 

@@ -1,11 +1,6 @@
 #pragma once
 /// \file
-/// The umbrella header of dimsum's distributed layer (MPI): meshes with
-/// named axes, sharded tensors, collectives. Link MPI (CMake: MPI::MPI_CXX)
-/// and start programs with mpirun. See docs/reference.md, "dist/".
-
-#include <dimsum/dist/abort_on_error.hpp>
-#include <dimsum/dist/mesh.hpp>
-#include <dimsum/dist/sharded.hpp>
-#include <dimsum/dist/data_parallel.hpp>
-#include <dimsum/dist/checkpoint.hpp>
+/// Deprecated: forwards to <dimsum/distributed/dist.hpp>, with a compiler
+/// warning. The namespace is dimsum::dist under either path.
+#pragma GCC warning "dimsum: <dimsum/dist/dist.hpp> is deprecated, include <dimsum/distributed/dist.hpp>"
+#include <dimsum/distributed/dist.hpp>

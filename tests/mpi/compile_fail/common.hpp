@@ -1,7 +1,7 @@
 // Shared declarations of the distributed compile-fail cases.
 #pragma once
 #include <dimsum/dimsum.hpp>
-#include <dimsum/dist/dist.hpp>
+#include <dimsum/distributed/dist.hpp>
 
 DIMSUM_MESH_AXIS(model);
 DIMSUM_MESH_AXIS(data);

@@ -11,7 +11,7 @@
 #include <string>
 
 #include <dimsum/dimsum.hpp>
-#include <dimsum/dist/dist.hpp>
+#include <dimsum/distributed/dist.hpp>
 
 namespace dist = dimsum::dist;
 

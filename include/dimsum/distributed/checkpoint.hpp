@@ -1,0 +1,671 @@
+#pragma once
+/// \file
+/// Sharded checkpoints: each rank writes the blocks it holds, and a
+/// checkpoint saved on N ranks loads on M ranks (any mesh whose axes split
+/// the dims evenly) or into one process (the full tensors, no MPI).
+///
+///     dist::save_checkpoint(m, "ckpt", dist::entry("W_Q", W_Q), dist::entry("W_O", W_O));
+///     auto W_Q = dist::load<sharded<tensor<float, nheads, d_model, d_head>, split<nheads, model>>>(m2, "ckpt", "W_Q");
+///     auto full = dist::load_full<tensor<float, nheads, d_model, d_head>>("ckpt", "W_Q");
+///
+/// Layout of the directory (docs/design.md, "Sharded checkpoints"):
+///
+///     dimsum-checkpoint.json                      the index: generation, ranks, every tensor's dtype, dims,
+///                                                 global shape and blocks (file, offset, shape)
+///     g<G>-rank<R>-of-<N>.safetensors             rank R's blocks of generation G, keyed by name, with
+///                                                 "dimsum.dims.<name>" and "dimsum.offset.<name>" metadata
+///
+/// A save writes generation G + 1's rank files, agrees across ranks that
+/// every file was written, and only then replaces the index (atomically:
+/// temporary file, fsync, rename); the old generation's files are removed
+/// after that. A save that fails on any rank removes the new files and
+/// leaves the old checkpoint as it was, and throws on every rank. The
+/// directory must be visible to every rank (a shared filesystem).
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <dimsum/distributed/mesh.hpp>
+#include <dimsum/distributed/sharded.hpp>
+#include <dimsum/io/safetensors.hpp>
+#include <dimsum/nn/module.hpp>
+
+namespace dimsum::dist {
+
+/// A checkpoint that cannot be saved or loaded as asked: a missing tensor,
+/// another dtype, a file that disagrees with the index, blocks that do not
+/// cover the tensor. Dims and extents that disagree are a `shape_error`.
+/// Thrown on every rank of a collective save or load.
+struct checkpoint_error : dist_error {
+  using dist_error::dist_error;
+};
+
+/// Operation names in diagnostics.
+struct op_save {};
+struct op_load {};
+
+/// One named tensor of a checkpoint: a plain tensor (replicated: every rank
+/// holds all of it) or a sharded one.
+template <class X>
+struct named_entry {
+  std::string name;
+  const X* value;
+};
+template <class X>
+named_entry<X> entry(std::string name, const X& x) {
+  return {std::move(name), &x};
+}
+
+/// The name of a checkpoint's index file.
+inline constexpr std::string_view checkpoint_index_name = "dimsum-checkpoint.json";
+
+namespace detail {
+
+/// Placements of a tensor or sharded type (a plain tensor has none).
+template <class X>
+struct stored {
+  using tensor_type = X;
+  using placements = std::tuple<>;
+};
+template <class Tn, class... Ps>
+struct stored<sharded<Tn, Ps...>> {
+  using tensor_type = Tn;
+  using placements = std::tuple<Ps...>;
+};
+
+/// For each dim of L: the index into the mesh's axes it is split over, or -1.
+template <class L, class Placements>
+std::vector<int> split_axes(const mesh_comms& c) {
+  using I = placement_info<Placements>;
+  std::vector<int> out(L::size, -1);
+  for (std::size_t d = 0; d < L::size; ++d)
+    for (std::size_t i = 0; i < I::size; ++i)
+      if (I::splits[i] && I::dims[i] == L::names[d]) out[d] = static_cast<int>(c.axis_index(I::axes[i]));
+  return out;
+}
+
+/// The coordinates of mesh rank r.
+inline std::vector<int> coords_of(const mesh_comms& c, int r) {
+  std::vector<int> coords(c.sizes.size(), 0);
+  check_mpi(MPI_Cart_coords(c.cart, r, static_cast<int>(coords.size()), coords.data()), "MPI_Cart_coords");
+  return coords;
+}
+
+/// A box of a tensor: offset and extents per dim.
+struct box {
+  std::vector<std::size_t> offset, shape;
+};
+
+/// The block that the rank at `coords` holds of a tensor with global extents
+/// `global` whose dim d is split over axis `axes[d]` (-1: not split).
+inline box block_at(const std::vector<std::size_t>& global, const std::vector<int>& axes, const mesh_comms& c,
+                    const std::vector<int>& coords) {
+  box b{std::vector<std::size_t>(global.size(), 0), global};
+  for (std::size_t d = 0; d < global.size(); ++d)
+    if (axes[d] >= 0) {
+      const auto parts = static_cast<std::size_t>(c.sizes[static_cast<std::size_t>(axes[d])]);
+      b.shape[d] = global[d] / parts;
+      b.offset[d] = b.shape[d] * static_cast<std::size_t>(coords[static_cast<std::size_t>(axes[d])]);
+    }
+  return b;
+}
+
+/// Whether the rank at `coords` writes its block: it is at coordinate 0 of
+/// every mesh axis the tensor is not split over (one copy of each block).
+inline bool writes_block(const std::vector<int>& axes, const std::vector<int>& coords) {
+  for (std::size_t a = 0; a < coords.size(); ++a)
+    if (coords[a] != 0 && std::find(axes.begin(), axes.end(), static_cast<int>(a)) == axes.end()) return false;
+  return true;
+}
+
+inline std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) (out += i ? sep : "") += parts[i];
+  return out;
+}
+inline std::string join_sizes(const std::vector<std::size_t>& v) {
+  std::vector<std::string> s;
+  for (std::size_t x : v) s.push_back(std::to_string(x));
+  return join(s, " ");
+}
+
+template <class L>
+std::vector<std::string> dim_names() {
+  return std::vector<std::string>(L::names.begin(), L::names.end());
+}
+
+inline std::string rank_file_name(std::uint64_t generation, int rank, int ranks) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "g%llu-rank%05d-of-%05d.safetensors", static_cast<unsigned long long>(generation),
+                rank, ranks);
+  return buf;
+}
+
+/// The parsed index of a checkpoint directory.
+inline nlohmann::json read_index(const std::string& dir) {
+  const auto path = std::filesystem::path(dir) / checkpoint_index_name;
+  std::ifstream in(path);
+  if (!in) throw checkpoint_error("checkpoint '" + dir + "' has no index '" + path.string() + "'");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw checkpoint_error("checkpoint '" + dir + "': the index is not valid JSON: " + e.what());
+  }
+  const auto bad = [&](const std::string& what) {
+    throw checkpoint_error("checkpoint '" + dir + "': the index is not a dimsum sharded checkpoint index (" + what + ")");
+  };
+  if (!j.is_object() || !j.contains("format") || j["format"] != "dimsum-sharded-checkpoint") bad("format");
+  if (!j.contains("generation") || !j["generation"].is_number_unsigned()) bad("generation");
+  if (!j.contains("ranks") || !j["ranks"].is_number_unsigned()) bad("ranks");
+  if (!j.contains("files") || !j["files"].is_array()) bad("files");
+  for (const auto& f : j["files"])
+    if (!f.is_string() || f.get<std::string>().find('/') != std::string::npos || f.get<std::string>().empty() ||
+        f.get<std::string>()[0] == '.')
+      bad("a file that is not a plain name in the directory");
+  if (!j.contains("tensors") || !j["tensors"].is_object()) bad("tensors");
+  const auto sizes = [](const nlohmann::json& a, std::size_t rank) {
+    if (!a.is_array() || a.size() != rank) return false;
+    for (const auto& x : a)
+      if (!x.is_number_unsigned()) return false;
+    return true;
+  };
+  for (auto it = j["tensors"].begin(); it != j["tensors"].end(); ++it) {
+    const auto& t = it.value();
+    const std::string name = "tensor '" + it.key() + "'";
+    if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string() || !t.contains("dims") ||
+        !t["dims"].is_array() || !t.contains("shape") || !t.contains("blocks") || !t["blocks"].is_array())
+      bad(name + " lacks dtype, dims, shape or blocks");
+    for (const auto& d : t["dims"])
+      if (!d.is_string()) bad(name + ": a dim name that is not a string");
+    const std::size_t rank = t["dims"].size();
+    if (!sizes(t["shape"], rank)) bad(name + ": shape does not have one extent per dim");
+    for (const auto& b : t["blocks"]) {
+      if (!b.is_object() || !b.contains("file") || !b["file"].is_number_unsigned() ||
+          b["file"].get<std::size_t>() >= j["files"].size() || !b.contains("offset") || !sizes(b["offset"], rank) ||
+          !b.contains("shape") || !sizes(b["shape"], rank))
+        bad(name + ": a block without a listed file, or without an offset and shape per dim");
+      for (std::size_t d = 0; d < rank; ++d)
+        if (b["offset"][d].get<std::size_t>() + b["shape"][d].get<std::size_t>() > t["shape"][d].get<std::size_t>())
+          bad(name + ": a block outside the tensor");
+    }
+  }
+  return j;
+}
+
+/// Runs f on every rank of `comm`; if it throws on any rank, every rank
+/// throws: a shape_error if the first failing rank's error was one, a
+/// checkpoint_error otherwise, naming `what` and the failing rank. No rank
+/// is left waiting in a later collective.
+template <class F>
+void on_every_rank(MPI_Comm comm, const std::string& what, F&& f) {
+  int me = 0, size = 0;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &size);
+  std::string message;
+  int kind = 0;  // 1 shape_error, 2 other
+  try {
+    f();
+  } catch (const shape_error& e) {
+    message = e.what();
+    kind = 1;
+  } catch (const std::exception& e) {
+    message = e.what();
+    kind = 2;
+  }
+  const int mine = kind ? me : size;
+  int first = size;
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
+  if (first == size) return;
+  int len = static_cast<int>(message.size());
+  check_mpi(MPI_Bcast(&kind, 1, MPI_INT, first, comm), "MPI_Bcast (error kind)");
+  check_mpi(MPI_Bcast(&len, 1, MPI_INT, first, comm), "MPI_Bcast (error length)");
+  message.resize(static_cast<std::size_t>(len));
+  check_mpi(MPI_Bcast(message.data(), len, MPI_CHAR, first, comm), "MPI_Bcast (error message)");
+  const std::string full = "dimsum::dist: " + what + " failed on rank " + std::to_string(first) + " of " +
+                           std::to_string(size) + ": " + message;
+  if (kind == 1) throw shape_error(full);
+  throw checkpoint_error(full);
+}
+
+/// Copies the part of `src` (a C-order block at `sb`, little-endian bytes)
+/// that lies in `db` into `dst` (C-order, box `db`). Returns the number of
+/// elements copied.
+template <class T>
+std::size_t copy_overlap(const std::byte* src, const box& sb, T* dst, const box& db) {
+  const std::size_t r = sb.shape.size();
+  std::vector<std::size_t> lo(r), hi(r);
+  for (std::size_t d = 0; d < r; ++d) {
+    lo[d] = std::max(sb.offset[d], db.offset[d]);
+    hi[d] = std::min(sb.offset[d] + sb.shape[d], db.offset[d] + db.shape[d]);
+    if (lo[d] >= hi[d]) return 0;
+  }
+  if (r == 0) {
+    io::detail::copy_le_bytes(src, dst, 1);
+    return 1;
+  }
+  std::vector<std::size_t> idx = lo;  // global index; the last dim runs in one copy
+  const std::size_t run = hi[r - 1] - lo[r - 1];
+  std::size_t copied = 0;
+  while (true) {
+    std::size_t so = 0, dof = 0;
+    for (std::size_t d = 0; d < r; ++d) {
+      so = so * sb.shape[d] + (idx[d] - sb.offset[d]);
+      dof = dof * db.shape[d] + (idx[d] - db.offset[d]);
+    }
+    io::detail::copy_le_bytes(src + so * sizeof(T), dst + dof, run);
+    copied += run;
+    // Next index over dims 0 .. r-2 (an odometer); done when it wraps.
+    std::size_t d = r - 1;
+    bool wrapped = true;
+    while (d-- > 0) {
+      if (++idx[d] < hi[d]) {
+        wrapped = false;
+        break;
+      }
+      idx[d] = lo[d];
+    }
+    if (wrapped) return copied;
+  }
+}
+
+/// Checks that a tensor of the index fits the C++ type Tn (dtype, dims in
+/// order, static extents) and returns its global extents.
+template <class Tn>
+std::vector<std::size_t> checked_global_shape(const std::string& dir, const std::string& name, const nlohmann::json& t) {
+  using T = typename Tn::value_type;
+  using L = typename Tn::dims;
+  const auto dtype = t.at("dtype").get<std::string>();
+  if (dtype != safetensors_dtype_v<T>)
+    throw checkpoint_error("checkpoint '" + dir + "': tensor '" + name + "' is " + dtype + " in the checkpoint but " +
+                           std::string(safetensors_dtype_v<T>) + " in the type loading it");
+  const auto dims = t.at("dims").get<std::vector<std::string>>();
+  const auto shape = t.at("shape").get<std::vector<std::size_t>>();
+  if (dims != dim_names<L>())
+    throw shape_error("checkpoint '" + dir + "': tensor '" + name + "' has dims (" + join(dims, " ") +
+                      ") in the checkpoint but (" + join(dim_names<L>(), " ") + ") in the type loading it");
+  if (shape.size() != L::size) throw checkpoint_error("checkpoint '" + dir + "': tensor '" + name + "' has a bad shape");
+  for (std::size_t d = 0; d < L::size; ++d)
+    if (L::static_extents[d] != dynamic && L::static_extents[d] != shape[d])
+      throw shape_error("checkpoint '" + dir + "': tensor '" + name + "': dim '" + std::string(L::names[d]) +
+                        "' has extent " + std::to_string(shape[d]) + " in the checkpoint but " +
+                        std::to_string(L::static_extents[d]) + " in the type loading it");
+  return shape;
+}
+
+}  // namespace detail
+
+/// Reads a checkpoint directory, caching its index and the rank files it
+/// has read, so that loading many tensors reads each file once. Loading
+/// into a sharded type is collective over the mesh (`load`); loading a full
+/// tensor in one process (`full`) needs no MPI.
+class checkpoint_reader {
+ public:
+  explicit checkpoint_reader(std::string dir) : dir_(std::move(dir)) {}
+
+  /// The names of the tensors in the checkpoint, sorted.
+  std::vector<std::string> names() {
+    std::vector<std::string> out;
+    for (auto it = index().at("tensors").begin(); it != index().at("tensors").end(); ++it) out.push_back(it.key());
+    return out;
+  }
+  /// The number of ranks that saved the checkpoint.
+  int saved_ranks() { return index().at("ranks").get<int>(); }
+
+  /// The whole of tensor `name` as Tn (a `tensor<T, Ds...>`), in this
+  /// process. Throws `checkpoint_error` (no such tensor, another dtype, a
+  /// file that disagrees with the index) or `shape_error` (other dims,
+  /// another static extent), and `safetensors_error` for a bad file.
+  template <class Tn>
+  Tn full(const std::string& name) {
+    const auto shape = detail::checked_global_shape<Tn>(dir_, name, tensor_entry(name));
+    std::array<std::size_t, Tn::rank> ext{};
+    std::copy(shape.begin(), shape.end(), ext.begin());
+    Tn out = Tn::from_extents(ext);
+    fill(name, out.data(), detail::box{std::vector<std::size_t>(shape.size(), 0), shape});
+    return out;
+  }
+
+  /// Tensor `name` as S on this rank of mesh m: a `sharded<tensor<...>,
+  /// split<D, A>...>` gets its block of every split dim, a plain tensor all
+  /// of it. Collective over the mesh: an error on any rank (those of
+  /// `full`, and a split dim whose extent does not divide by its axis's
+  /// size) is thrown on every rank, naming the rank where it happened.
+  /// A partial-sum type is a compile error.
+  template <class S, axis... Axes>
+  auto load(const mesh<Axes...>& m, const std::string& name) {
+    using Ps = typename detail::stored<S>::placements;
+    using Parts = typename detail::filter<detail::keep_partials, Ps>::type;
+    if constexpr (std::tuple_size_v<Parts> != 0) {
+      detail::report_partial<op_load, Ps>();
+      return invalid_expression{};
+    } else {
+      using Tn = typename detail::stored<S>::tensor_type;
+      using L = typename Tn::dims;
+      std::array<std::size_t, Tn::rank> ext{};
+      Tn local;
+      detail::on_every_rank(m.comm(), "loading '" + name + "' from checkpoint '" + dir_ + "'", [&] {
+        const auto shape = detail::checked_global_shape<Tn>(dir_, name, tensor_entry(name));
+        const auto& c = *m.comms();
+        const auto axes = detail::split_axes<L, Ps>(c);
+        for (std::size_t d = 0; d < L::size; ++d)
+          if (axes[d] >= 0 && shape[d] % static_cast<std::size_t>(c.sizes[static_cast<std::size_t>(axes[d])]) != 0)
+            throw shape_error("checkpoint '" + dir_ + "': tensor '" + name + "': dim '" + std::string(L::names[d]) +
+                              "' of extent " + std::to_string(shape[d]) + " does not split evenly over mesh axis '" +
+                              c.names[static_cast<std::size_t>(axes[d])] + "' of size " +
+                              std::to_string(c.sizes[static_cast<std::size_t>(axes[d])]));
+        const detail::box want = detail::block_at(shape, axes, c, c.coords);
+        std::copy(want.shape.begin(), want.shape.end(), ext.begin());
+        local = Tn::from_extents(ext);
+        fill(name, local.data(), want);
+      });
+      if constexpr (is_sharded_v<S>)
+        return S(std::move(local), m.comms());
+      else
+        return local;
+    }
+  }
+
+ private:
+  const nlohmann::json& index() {
+    if (!index_) index_ = std::make_unique<nlohmann::json>(detail::read_index(dir_));
+    return *index_;
+  }
+  const nlohmann::json& tensor_entry(const std::string& name) {
+    const auto& ts = index().at("tensors");
+    if (!ts.contains(name))
+      throw checkpoint_error("checkpoint '" + dir_ + "' has no tensor '" + name + "' (it has: " +
+                             detail::join(names(), ", ") + ")");
+    return ts.at(name);
+  }
+  const safetensors_contents& file(std::size_t i) {
+    auto it = files_.find(i);
+    if (it != files_.end()) return it->second;
+    const auto& list = index().at("files");
+    if (i >= list.size()) throw checkpoint_error("checkpoint '" + dir_ + "': the index names a file it does not list");
+    const auto path = (std::filesystem::path(dir_) / list.at(i).get<std::string>()).string();
+    return files_.emplace(i, read_safetensors(path)).first->second;
+  }
+  /// Fills `dst` (C order, box `want`) from every block that overlaps it.
+  template <class T>
+  void fill(const std::string& name, T* dst, const detail::box& want) {
+    std::size_t need = 1, got = 0;
+    for (std::size_t e : want.shape) need *= e;
+    for (const auto& b : tensor_entry(name).at("blocks")) {
+      detail::box sb{b.at("offset").get<std::vector<std::size_t>>(), b.at("shape").get<std::vector<std::size_t>>()};
+      if (sb.offset.size() != want.shape.size() || sb.shape.size() != want.shape.size())
+        throw checkpoint_error("checkpoint '" + dir_ + "': tensor '" + name + "' has a block of another rank");
+      bool overlaps = true;
+      for (std::size_t d = 0; d < sb.shape.size(); ++d)
+        overlaps = overlaps && sb.offset[d] < want.offset[d] + want.shape[d] && want.offset[d] < sb.offset[d] + sb.shape[d];
+      if (!overlaps) continue;
+      const auto& f = file(b.at("file").get<std::size_t>());
+      auto t = f.tensors.find(name);
+      if (t == f.tensors.end() || t->second.shape != sb.shape || t->second.dtype != safetensors_dtype_v<T>)
+        throw checkpoint_error("checkpoint '" + dir_ + "': the rank file " + index().at("files").at(b.at("file").get<std::size_t>()).get<std::string>() +
+                               " does not hold tensor '" + name + "' as the index says (block of shape " +
+                               detail::join_sizes(sb.shape) + ")");
+      got += detail::copy_overlap(t->second.data.data(), sb, dst, want);
+    }
+    if (got != need)
+      throw checkpoint_error("checkpoint '" + dir_ + "': the blocks of tensor '" + name + "' cover " +
+                             std::to_string(got) + " of the " + std::to_string(need) + " elements needed");
+  }
+
+  std::string dir_;
+  std::unique_ptr<nlohmann::json> index_;
+  std::map<std::size_t, safetensors_contents> files_;
+};
+
+/// Tensor `name` of the checkpoint in `dir` on this rank of mesh m (see
+/// `checkpoint_reader::load`; use a reader to load many tensors).
+template <class S, axis... Axes>
+auto load(const mesh<Axes...>& m, const std::string& dir, const std::string& name) {
+  checkpoint_reader r(dir);
+  return r.load<S>(m, name);
+}
+
+/// The whole of tensor `name` of the checkpoint in `dir`, in one process.
+template <class Tn>
+Tn load_full(const std::string& dir, const std::string& name) {
+  checkpoint_reader r(dir);
+  return r.template full<Tn>(name);
+}
+
+namespace detail {
+/// What a save needs of one entry: its name, dtype, dims, global extents,
+/// split axes and local block.
+struct save_item {
+  std::string name, dtype;
+  std::vector<std::string> dims;
+  std::vector<std::size_t> global;
+  std::vector<int> axes;
+  safetensors_tensor local;
+};
+
+template <class X>
+save_item save_item_of(const named_entry<X>& e, const mesh_comms& c) {
+  using Tn = typename stored<X>::tensor_type;
+  using T = typename Tn::value_type;
+  using L = typename Tn::dims;
+  const Tn& t = [&]() -> const Tn& {
+    if constexpr (is_sharded_v<X>)
+      return e.value->local();
+    else
+      return *e.value;
+  }();
+  save_item it;
+  it.name = e.name;
+  it.dtype = std::string(safetensors_dtype_v<T>);
+  it.dims = dim_names<L>();
+  it.axes = split_axes<L, typename stored<X>::placements>(c);
+  const auto ext = t.extents();
+  it.local.dtype = it.dtype;
+  it.local.shape.assign(ext.begin(), ext.end());
+  it.global = it.local.shape;
+  for (std::size_t d = 0; d < L::size; ++d)
+    if (it.axes[d] >= 0) it.global[d] *= static_cast<std::size_t>(c.sizes[static_cast<std::size_t>(it.axes[d])]);
+  if (!writes_block(it.axes, c.coords)) return it;  // another rank writes this block: no copy
+  it.local.data.resize(t.size() * sizeof(T));
+  io::detail::copy_le_bytes(reinterpret_cast<const std::byte*>(t.data()), reinterpret_cast<T*>(it.local.data.data()),
+                            t.size());
+  return it;
+}
+
+template <class X>
+constexpr bool has_partial_v = std::tuple_size_v<typename filter<keep_partials, typename stored<X>::placements>::type> != 0;
+}  // namespace detail
+
+namespace detail {
+/// The collective save of the items `make_items(items)` appends (see
+/// save_checkpoint).
+template <class Mesh, class F>
+void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
+  namespace fs = std::filesystem;
+  const auto& c = *m.comms();
+  const int me = m.rank(), ranks = m.size();
+  const std::string what = "saving checkpoint '" + dir + "'";
+  // The new generation: one more than the index's (rank 0 reads it).
+  unsigned long long generation = 1;
+  on_every_rank(m.comm(), what, [&] {
+    if (me != 0) return;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw checkpoint_error("cannot create directory '" + dir + "': " + ec.message());
+    if (fs::exists(fs::path(dir) / checkpoint_index_name))
+      generation = read_index(dir).at("generation").get<unsigned long long>() + 1;
+  });
+  check_mpi(MPI_Bcast(&generation, 1, MPI_UNSIGNED_LONG_LONG, 0, m.comm()), "MPI_Bcast (generation)");
+
+  std::vector<save_item> items;
+  bool written = false;
+  const std::string my_file = rank_file_name(generation, me, ranks);
+  auto remove_mine = [&] {
+    std::error_code ignored;
+    if (written) fs::remove(fs::path(dir) / my_file, ignored);
+  };
+  try {
+    on_every_rank(m.comm(), what, [&] {
+      make_items(items);
+      std::set<std::string> seen;
+      safetensors_contents mine;
+      for (auto& it : items) {
+        if (!seen.insert(it.name).second) throw checkpoint_error("two entries are named '" + it.name + "'");
+        if (!writes_block(it.axes, c.coords)) continue;
+        mine.metadata["dimsum.dims." + it.name] = join(it.dims, " ");
+        mine.metadata["dimsum.offset." + it.name] =
+            join_sizes(block_at(it.global, it.axes, c, c.coords).offset);
+        mine.tensors.emplace(it.name, std::move(it.local));
+      }
+      if (mine.tensors.empty()) return;
+      write_safetensors((fs::path(dir) / my_file).string(), mine);
+      written = true;
+    });
+    // Every rank file is on disk: rank 0 writes the index that makes it the checkpoint.
+    on_every_rank(m.comm(), what, [&] {
+      if (me != 0) return;
+      nlohmann::json index;
+      index["format"] = "dimsum-sharded-checkpoint";
+      index["generation"] = generation;
+      index["ranks"] = ranks;
+      index["mesh"] = nlohmann::json::array();
+      for (std::size_t a = 0; a < c.names.size(); ++a) index["mesh"].push_back({{"axis", c.names[a]}, {"size", c.sizes[a]}});
+      std::vector<std::string> files;
+      std::map<int, std::size_t> file_of_rank;
+      nlohmann::json tensors = nlohmann::json::object();
+      for (const auto& it : items) {
+        nlohmann::json blocks = nlohmann::json::array();
+        for (int r = 0; r < ranks; ++r) {
+          const auto coords = coords_of(c, r);
+          if (!writes_block(it.axes, coords)) continue;
+          if (!file_of_rank.count(r)) {
+            file_of_rank[r] = files.size();
+            files.push_back(rank_file_name(generation, r, ranks));
+          }
+          const auto b = block_at(it.global, it.axes, c, coords);
+          blocks.push_back({{"file", file_of_rank[r]}, {"offset", b.offset}, {"shape", b.shape}});
+        }
+        tensors[it.name] = {{"dtype", it.dtype}, {"dims", it.dims}, {"shape", it.global}, {"blocks", blocks}};
+      }
+      index["files"] = files;
+      index["tensors"] = tensors;
+      const std::string text = index.dump(1);
+      io::detail::write_file_atomically<checkpoint_error>((fs::path(dir) / checkpoint_index_name).string(),
+                                                           reinterpret_cast<const std::byte*>(text.data()), text.size());
+    });
+  } catch (...) {
+    remove_mine();
+    throw;
+  }
+  // The new index is in place: rank 0 removes the files of other generations.
+  if (me == 0) {
+    const std::string keep_prefix = "g" + std::to_string(generation) + "-";
+    std::error_code ec;
+    for (const auto& f : fs::directory_iterator(dir, ec)) {
+      const std::string n = f.path().filename().string();
+      if (n.size() > 12 && n[0] == 'g' && n.find("-rank") != std::string::npos &&
+          n.ends_with(".safetensors") && n.rfind(keep_prefix, 0) != 0) {
+        std::error_code ignored;
+        fs::remove(f.path(), ignored);
+      }
+    }
+  }
+  check_mpi(MPI_Barrier(m.comm()), "MPI_Barrier (checkpoint saved)");
+}
+}  // namespace detail
+
+/// Saves named tensors (`dist::entry("W_Q", W_Q)`: plain tensors are
+/// replicated, sharded ones split) to directory `dir` as one checkpoint,
+/// collectively over mesh m: each block is written once, by the rank at
+/// coordinate 0 of every axis the tensor is not split over. The index is
+/// replaced only after every rank has written its file, so a save that
+/// fails anywhere throws on every rank and leaves the previous checkpoint
+/// intact. A partial sum is a compile error (all_reduce it first).
+template <axis... Axes, class... Xs>
+void save_checkpoint(const mesh<Axes...>& m, const std::string& dir, const named_entry<Xs>&... entries) {
+  if constexpr ((detail::has_partial_v<Xs> || ...)) {
+    using Ps = detail::tuple_cat_t<typename detail::stored<Xs>::placements...>;
+    detail::report_partial<op_save, Ps>();
+  } else {
+    detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
+      (items.push_back(detail::save_item_of(entries, *m.comms())), ...);
+    });
+  }
+}
+
+/// Saves every parameter of `module` (replicated on every rank, as in data
+/// parallelism; found by nn::for_each_parameter, keyed by dotted name) as a
+/// checkpoint in `dir`, collectively over mesh m: rank 0 writes the values,
+/// with the same atomicity as save_checkpoint.
+template <axis... Axes, class M>
+void save_module(const mesh<Axes...>& m, const std::string& dir, const M& module) {
+  detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
+    nn::for_each_parameter(module, [&](const std::string& name, const auto& p) {
+      items.push_back(detail::save_item_of(entry(name, p.value), *m.comms()));
+    });
+  });
+}
+
+/// Loads every parameter of `module` from the checkpoint in `dir` (saved by
+/// save_module or save_checkpoint, on any number of ranks), the whole value
+/// on this rank. With a mesh it is collective (errors on every rank);
+/// without one it needs no MPI. The checkpoint's names must be exactly the
+/// module's (`checkpoint_error` naming the missing and unexpected ones),
+/// and each must fit its parameter (dtype, dims, extents); everything is
+/// read and checked before any parameter changes.
+template <class M>
+void load_module(checkpoint_reader& r, M& module) {
+  std::set<std::string> want, have;
+  nn::for_each_parameter(std::as_const(module), [&](const std::string& name, const auto&) { want.insert(name); });
+  for (const auto& n : r.names()) have.insert(n);
+  std::string missing, unexpected;
+  for (const auto& n : want)
+    if (!have.count(n)) missing += (missing.empty() ? "'" : ", '") + n + "'";
+  for (const auto& n : have)
+    if (!want.count(n)) unexpected += (unexpected.empty() ? "'" : ", '") + n + "'";
+  if (!missing.empty() || !unexpected.empty())
+    throw checkpoint_error("checkpoint does not fit the module:" + (missing.empty() ? "" : " missing " + missing) +
+                           (unexpected.empty() ? "" : " unexpected " + unexpected));
+  std::vector<std::function<void()>> commits;
+  nn::for_each_parameter(module, [&](const std::string& name, auto& p) {
+    using Tn = std::remove_cvref_t<decltype(p.value)>;
+    Tn loaded = r.template full<Tn>(name);
+    if (loaded.extents() != p.value.extents())
+      throw shape_error("checkpoint: parameter '" + name + "' has extents " +
+                        detail::join_sizes(std::vector<std::size_t>(loaded.extents().begin(), loaded.extents().end())) +
+                        " in the checkpoint but " +
+                        detail::join_sizes(std::vector<std::size_t>(p.value.extents().begin(), p.value.extents().end())) +
+                        " in the module");
+    commits.push_back([&p, t = std::move(loaded)]() mutable { p.value = std::move(t); });
+  });
+  for (auto& commit : commits) commit();
+}
+template <class M>
+void load_module(const std::string& dir, M& module) {
+  checkpoint_reader r(dir);
+  load_module(r, module);
+}
+template <axis... Axes, class M>
+void load_module(const mesh<Axes...>& m, const std::string& dir, M& module) {
+  detail::on_every_rank(m.comm(), "loading a module from checkpoint '" + dir + "'", [&] { load_module(dir, module); });
+}
+
+}  // namespace dimsum::dist
