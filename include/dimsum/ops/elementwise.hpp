@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -48,6 +49,17 @@ struct scalar_expr : expression_tag {
     return {value};
   }
   void eval_to(const strided<T, 0>& dst) const { *dst.data = value; }
+};
+
+/// Checker: an element-wise operation between tensors that share no dim,
+/// where a dim of one is the other's dim under a longer name (`posn` and
+/// `q_posn`): `Fix` is the rename that makes them share it.
+template <class Left, class Right, class Fix>
+struct elementwise_operands_share_no_dim_did_you_mean_rename {
+  static_assert(detail::always_false<Left, Right, Fix>,
+                "dimsum: element-wise operation between tensors that share no dim, but one has a dim named like a dim "
+                "of the other; if they are the same axis, rename one as the last argument shows (e.g. "
+                "dimsum::rename<posn, q_posn>(mask)); if an outer product is meant, use dimsum::outer(a, b)");
 };
 
 namespace ops {
@@ -317,13 +329,47 @@ constexpr bool operand_dims_ok() {
   else
     return operand_dims_ok<Strict, union_t<Acc, L>, Rest...>();
 }
-/// Reports the first operand that operand_dims_ok rejects.
+// Whether `longer` is `name` with a word added before or after it
+// (`q_posn`, `posn_k` for `posn`): the mark of a dim renamed in one operand
+// and not in the other.
+constexpr bool is_renamed_form_of(std::string_view longer, std::string_view name) {
+  if (longer.size() <= name.size() + 1) return false;
+  return (longer.ends_with(name) && longer[longer.size() - name.size() - 1] == '_') ||
+         (longer.starts_with(name) && longer[name.size()] == '_');
+}
+// The first dims (i of A, j of B) of which one is a renamed form of the
+// other; {npos, npos} if none.
+template <class A, class B>
+constexpr std::pair<std::size_t, std::size_t> renamed_pair() {
+  for (std::size_t i = 0; i < A::size; ++i)
+    for (std::size_t j = 0; j < B::size; ++j)
+      if (is_renamed_form_of(A::names[i], B::names[j]) || is_renamed_form_of(B::names[j], A::names[i])) return {i, j};
+  return {npos, npos};
+}
+// Two operands that share no dim: when a dim of one is a renamed form of a
+// dim of the other, the likely fix is a rename (the rename suggested turns
+// the shorter name into the longer); otherwise an outer product.
+template <class A, class B>
+constexpr void report_no_shared_dim() {
+  constexpr auto p = renamed_pair<A, B>();
+  if constexpr (p.first == npos) {
+    report<elementwise_operands_share_no_dim<diagnostic_dims_t<A>, diagnostic_dims_t<B>>>();
+  } else {
+    using DA = diagnostic_name_t<at_t<A, p.first>>;
+    using DB = diagnostic_name_t<at_t<B, p.second>>;
+    using Fix = std::conditional_t<(A::names[p.first].size() < B::names[p.second].size()), fix::rename<DA, DB>,
+                                   fix::rename<DB, DA>>;
+    report<elementwise_operands_share_no_dim_did_you_mean_rename<diagnostic_dims_t<A>, diagnostic_dims_t<B>, Fix>>();
+  }
+}
+/// Reports the first operand that operand_dims_ok rejects (constexpr, so
+/// that clang's diagnostic leads back to the user's line).
 template <bool Strict, class Acc>
-void report_operand_dims() {}
+constexpr void report_operand_dims() {}
 template <bool Strict, class Acc, class L, class... Rest>
-void report_operand_dims() {
+constexpr void report_operand_dims() {
   if constexpr (Strict && Acc::size > 0 && L::size > 0 && !share_a_dim_v<Acc, L>)
-    report<elementwise_operands_share_no_dim<diagnostic_dims_t<Acc>, diagnostic_dims_t<L>>>();
+    report_no_shared_dim<Acc, L>();
   else if constexpr (!static_extents_agree_v<Acc, L>)
     report_static_disagreement<Acc, L>();
   else
