@@ -464,11 +464,23 @@ DIMSUM_COMPOUND_ASSIGNMENT_(*=, multiplies)
 DIMSUM_COMPOUND_ASSIGNMENT_(/=, divides)
 #undef DIMSUM_COMPOUND_ASSIGNMENT_
 
+// Two overloads per unary operation, so that only an operand held by
+// reference (an lvalue) is DIMSUM_LIFETIMEBOUND, as for the binary
+// operators: clang warns when the result outlives it; an rvalue is moved
+// in. Used by ops/math.hpp too.
+#define DIMSUM_DETAIL_UNARY_ELEMENTWISE(fn, functor)                          \
+  template <named_expression E>                                              \
+  auto fn(E& e DIMSUM_LIFETIMEBOUND) {                                       \
+    return detail::make_elementwise<true>(functor{}, e);                     \
+  }                                                                          \
+  template <named_expression E>                                              \
+    requires(!std::is_lvalue_reference_v<E>)                                 \
+  auto fn(E&& e) {                                                           \
+    return detail::make_elementwise<true>(functor{}, std::forward<E>(e));    \
+  }
+
 /// Unary minus.
-template <named_expression E>
-auto operator-(E&& e) {
-  return detail::make_elementwise<true>(ops::negate{}, std::forward<E>(e));
-}
+DIMSUM_DETAIL_UNARY_ELEMENTWISE(operator-, ops::negate)
 /// Logical not of a boolean expression; of any other value type the
 /// compile error `logical_not_needs_bool_values` (torch's `~` refuses
 /// floats; `!x` is not read as `x == 0`).
@@ -483,15 +495,9 @@ auto operator!(E&& e) {
   }
 }
 /// Element-wise e^x.
-template <named_expression E>
-auto exp(E&& e) {
-  return detail::make_elementwise<true>(ops::exp{}, std::forward<E>(e));
-}
+DIMSUM_DETAIL_UNARY_ELEMENTWISE(exp, ops::exp)
 /// Element-wise square root.
-template <named_expression E>
-auto sqrt(E&& e) {
-  return detail::make_elementwise<true>(ops::sqrt{}, std::forward<E>(e));
-}
+DIMSUM_DETAIL_UNARY_ELEMENTWISE(sqrt, ops::sqrt)
 /// Element-wise conversion to value type T.
 template <class T, named_expression E>
 auto cast(E&& e) {
