@@ -1,6 +1,10 @@
-// An element-wise operation between tensors that share no dim.
+// An element-wise operation between tensors that share no dim (and no
+// dim named like another: the message offers the outer product). clang
+// shows the user's line.
 // EXPECT: dimsum: element-wise operation between tensors that share no dim
 // EXPECT: elementwise_operands_share_no_dim<dimsum::dims<batch, posn, d_model>, dimsum::dims<nheads, d_head> ?>
+// EXPECT-CLANG: elementwise_share_no_dim\.cpp:[0-9]+:[0-9]+: note: in instantiation of
+// EXPECT-GCC: elementwise_share_no_dim\.cpp:[0-9]+:[0-9]+:   required from here
 #include "common.hpp"
 
 int main() {

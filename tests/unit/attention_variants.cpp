@@ -88,6 +88,20 @@ TEST_CASE("window_mask: which keys each query keeps, offsets and errors", "[vari
   }
   auto empty_window = [&] { return dimsum::window_mask<q_posn, k_posn>(ones, 0, 0); };
   CHECK_THROWS_AS(empty_window(), dimsum::shape_error);
+  SECTION("an offset whose query positions pass SIZE_MAX is refused; the largest that fits masks every key") {
+    constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+    // Positions max - 4 .. max - 1 for the 4 queries: every key (0..6) lies
+    // more than the window before them.
+    const tensor<int, q_posn, k_posn> m = dimsum::window_mask<q_posn, k_posn>(ones, 2, -1, max - 4);
+    for (std::size_t i = 0; i < 4; ++i)
+      for (std::size_t j = 0; j < 7; ++j) CHECK(m(q_posn{i}, k_posn{j}) == -1);
+    for (std::size_t offset : {max - 3, max - 1, max}) {
+      auto wraps = [&] { return dimsum::window_mask<q_posn, k_posn>(ones, 2, -1, offset); };
+      CHECK_THROWS_AS(wraps(), dimsum::shape_error);
+      CHECK_THROWS_WITH(wraps(), Catch::Contains("offset " + std::to_string(offset)) &&
+                                     Catch::Contains("4 query positions exceeds the largest position"));
+    }
+  }
 }
 
 TEST_CASE("window_mask's gradient passes through the kept scores only", "[variants][window][grad]") {
@@ -120,6 +134,13 @@ TEST_CASE("ALiBi attention: slope times distance as an expression by name", "[va
   const auto distance = dimsum::relative_positions<double>(q_posn{9}, k_posn{9});
   CHECK(distance(q_posn{5}, k_posn{2}) == -3.0);
   CHECK(dimsum::relative_positions<double>(q_posn{2}, k_posn{6}, 4)(q_posn{1}, k_posn{0}) == -5.0);
+  // Query positions offset + i past SIZE_MAX would wrap into small ones.
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  CHECK(dimsum::relative_positions<double>(q_posn{2}, k_posn{6}, max - 2)(q_posn{1}, k_posn{0}) == -double(max - 1));
+  CHECK_THROWS_WITH(dimsum::relative_positions<double>(q_posn{2}, k_posn{6}, max - 1),
+                    Catch::Contains("offset " + std::to_string(max - 1)) &&
+                        Catch::Contains("2 query positions exceeds the largest position"));
+  CHECK_THROWS_AS(dimsum::alibi<double>(nheads{2}, q_posn{2}, k_posn{6}, max), dimsum::shape_error);
   // read by name past an extent: shape_error, as a tensor's element access
   CHECK_THROWS_AS(distance(q_posn{9}, k_posn{0}), dimsum::shape_error);
   CHECK_THROWS_WITH(distance(k_posn{12}, q_posn{0}), Catch::Contains("index 12 is out of range for dim 'k_posn' of extent 9"));

@@ -21,6 +21,7 @@
 #include <random>
 #include <system_error>
 #include <dimsum/core/bf16.hpp>
+#include <dimsum/io/detail/file_sync.hpp>
 #include <dimsum/io/detail/npy_format.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -141,8 +142,9 @@ std::filesystem::path write_npy_beside(const std::string& path, const E& e) {
   }
   return tmp;
 }
-/// Renames the complete temporary file `tmp` over `path` (atomically); on
-/// failure removes tmp and throws npy_error naming `path`.
+/// Renames the complete (synced) temporary file `tmp` over `path`
+/// (atomically) and syncs the directory; on failure removes tmp and throws
+/// npy_error naming `path`.
 inline void replace_with(const std::filesystem::path& tmp, const std::string& path) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -151,14 +153,17 @@ inline void replace_with(const std::filesystem::path& tmp, const std::string& pa
     std::filesystem::remove(tmp, ignored);
     throw_npy_error(path, "not saved, cannot replace the file: " + ec.message());
   }
+  fsync_directory(std::filesystem::path(path).parent_path());
 }
 }  // namespace io::detail
 
 /// Writes a named expression to a `.npy` file in C order of its dims. The
 /// data goes to a temporary file in the same directory, renamed over `path`
-/// only once it is complete: a save that fails (a write error, a full disk,
-/// an exception) leaves an existing file at `path` as it was, and removes
-/// the temporary file. The new file gets the default permissions.
+/// only once it is complete and synced to the disk (the directory is synced
+/// after the rename): a save that fails (a write error, a full disk, an
+/// exception) leaves an existing file at `path` as it was, and removes the
+/// temporary file; a save that returned survives a crash. The new file gets
+/// the default permissions.
 template <named_expression E>
 void save_npy(const std::string& path, const E& e) {
   io::detail::replace_with(io::detail::write_npy_beside(path, e), path);

@@ -23,7 +23,8 @@
 /// the check the reference implementation makes. Nothing is allocated
 /// beyond the file's size. Writing is atomic: the file is written to a
 /// temporary in the same directory, flushed, and renamed over the
-/// destination, so a failed save leaves an existing file intact.
+/// destination (and the directory synced after the rename), so a failed
+/// save leaves an existing file intact and a finished one survives a crash.
 /// The named layer (module state dicts) is in <dimsum/io/state_dict.hpp>.
 
 #include <algorithm>
@@ -53,6 +54,7 @@
 
 #include <dimsum/core/bf16.hpp>
 #include <dimsum/core/errors.hpp>
+#include <dimsum/io/detail/file_sync.hpp>
 
 namespace dimsum {
 
@@ -396,9 +398,7 @@ void write_file_atomically(const std::string& path, const std::byte* bytes, std:
   if (!f) fail("cannot create the temporary file '" + tmp.string() + "'", nullptr);
   if (size && std::fwrite(bytes, 1, size, f) != size) fail("write failed", f);
   if (std::fflush(f) != 0) fail("write failed", f);
-#if __has_include(<unistd.h>)
-  if (::fsync(::fileno(f)) != 0) fail("fsync failed", f);
-#endif
+  if (!fsync_file(f)) fail("fsync failed", f);
   if (std::fclose(f) != 0) fail("close failed", nullptr);
   std::error_code ec;
   fs::rename(tmp, target, ec);
@@ -406,6 +406,7 @@ void write_file_atomically(const std::string& path, const std::byte* bytes, std:
     errno = ec.value();
     fail("cannot rename the temporary file over it", nullptr);
   }
+  fsync_directory(target.parent_path());
 }
 
 }  // namespace io::detail

@@ -11,9 +11,12 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include <dimsum/core/diagnostics.hpp>
+#include <dimsum/core/errors.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/plan/fusion_traits.hpp>
 #include <dimsum/tensor/named_access.hpp>
@@ -76,6 +79,12 @@ class relative_positions_expr : public expression_tag {
 
   relative_positions_expr(const Q& q, const K& k, std::size_t offset) : extents_{q.value, k.value}, offset_(offset) {
     detail::check_static_extents<dims>(extents_, "relative_positions");
+    // Positions offset + i must not wrap around (nor one past them, which
+    // the fused kernel reads).
+    if (offset > std::numeric_limits<std::size_t>::max() - q.value)
+      throw shape_error("relative_positions over '" + std::string(Q::name.view()) + "', '" +
+                        std::string(K::name.view()) + "': offset " + std::to_string(offset) + " plus the " +
+                        std::to_string(q.value) + " query positions exceeds the largest position (SIZE_MAX)");
   }
 
   const std::array<std::size_t, 2>& extents() const { return extents_; }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -48,6 +49,17 @@ struct scalar_expr : expression_tag {
     return {value};
   }
   void eval_to(const strided<T, 0>& dst) const { *dst.data = value; }
+};
+
+/// Checker: an element-wise operation between tensors that share no dim,
+/// where a dim of one is the other's dim under a longer name (`posn` and
+/// `q_posn`): `Fix` is the rename that makes them share it.
+template <class Left, class Right, class Fix>
+struct elementwise_operands_share_no_dim_did_you_mean_rename {
+  static_assert(detail::always_false<Left, Right, Fix>,
+                "dimsum: element-wise operation between tensors that share no dim, but one has a dim named like a dim "
+                "of the other; if they are the same axis, rename one as the last argument shows (e.g. "
+                "dimsum::rename<posn, q_posn>(mask)); if an outer product is meant, use dimsum::outer(a, b)");
 };
 
 namespace ops {
@@ -317,13 +329,47 @@ constexpr bool operand_dims_ok() {
   else
     return operand_dims_ok<Strict, union_t<Acc, L>, Rest...>();
 }
-/// Reports the first operand that operand_dims_ok rejects.
+// Whether `longer` is `name` with a word added before or after it
+// (`q_posn`, `posn_k` for `posn`): the mark of a dim renamed in one operand
+// and not in the other.
+constexpr bool is_renamed_form_of(std::string_view longer, std::string_view name) {
+  if (longer.size() <= name.size() + 1) return false;
+  return (longer.ends_with(name) && longer[longer.size() - name.size() - 1] == '_') ||
+         (longer.starts_with(name) && longer[name.size()] == '_');
+}
+// The first dims (i of A, j of B) of which one is a renamed form of the
+// other; {npos, npos} if none.
+template <class A, class B>
+constexpr std::pair<std::size_t, std::size_t> renamed_pair() {
+  for (std::size_t i = 0; i < A::size; ++i)
+    for (std::size_t j = 0; j < B::size; ++j)
+      if (is_renamed_form_of(A::names[i], B::names[j]) || is_renamed_form_of(B::names[j], A::names[i])) return {i, j};
+  return {npos, npos};
+}
+// Two operands that share no dim: when a dim of one is a renamed form of a
+// dim of the other, the likely fix is a rename (the rename suggested turns
+// the shorter name into the longer); otherwise an outer product.
+template <class A, class B>
+constexpr void report_no_shared_dim() {
+  constexpr auto p = renamed_pair<A, B>();
+  if constexpr (p.first == npos) {
+    report<elementwise_operands_share_no_dim<diagnostic_dims_t<A>, diagnostic_dims_t<B>>>();
+  } else {
+    using DA = diagnostic_name_t<at_t<A, p.first>>;
+    using DB = diagnostic_name_t<at_t<B, p.second>>;
+    using Fix = std::conditional_t<(A::names[p.first].size() < B::names[p.second].size()), fix::rename<DA, DB>,
+                                   fix::rename<DB, DA>>;
+    report<elementwise_operands_share_no_dim_did_you_mean_rename<diagnostic_dims_t<A>, diagnostic_dims_t<B>, Fix>>();
+  }
+}
+/// Reports the first operand that operand_dims_ok rejects (constexpr, so
+/// that clang's diagnostic leads back to the user's line).
 template <bool Strict, class Acc>
-void report_operand_dims() {}
+constexpr void report_operand_dims() {}
 template <bool Strict, class Acc, class L, class... Rest>
-void report_operand_dims() {
+constexpr void report_operand_dims() {
   if constexpr (Strict && Acc::size > 0 && L::size > 0 && !share_a_dim_v<Acc, L>)
-    report<elementwise_operands_share_no_dim<diagnostic_dims_t<Acc>, diagnostic_dims_t<L>>>();
+    report_no_shared_dim<Acc, L>();
   else if constexpr (!static_extents_agree_v<Acc, L>)
     report_static_disagreement<Acc, L>();
   else
@@ -418,11 +464,23 @@ DIMSUM_COMPOUND_ASSIGNMENT_(*=, multiplies)
 DIMSUM_COMPOUND_ASSIGNMENT_(/=, divides)
 #undef DIMSUM_COMPOUND_ASSIGNMENT_
 
+// Two overloads per unary operation, so that only an operand held by
+// reference (an lvalue) is DIMSUM_LIFETIMEBOUND, as for the binary
+// operators: clang warns when the result outlives it; an rvalue is moved
+// in. Used by ops/math.hpp too.
+#define DIMSUM_DETAIL_UNARY_ELEMENTWISE(fn, functor)                          \
+  template <named_expression E>                                              \
+  auto fn(E& e DIMSUM_LIFETIMEBOUND) {                                       \
+    return detail::make_elementwise<true>(functor{}, e);                     \
+  }                                                                          \
+  template <named_expression E>                                              \
+    requires(!std::is_lvalue_reference_v<E>)                                 \
+  auto fn(E&& e) {                                                           \
+    return detail::make_elementwise<true>(functor{}, std::forward<E>(e));    \
+  }
+
 /// Unary minus.
-template <named_expression E>
-auto operator-(E&& e) {
-  return detail::make_elementwise<true>(ops::negate{}, std::forward<E>(e));
-}
+DIMSUM_DETAIL_UNARY_ELEMENTWISE(operator-, ops::negate)
 /// Logical not of a boolean expression; of any other value type the
 /// compile error `logical_not_needs_bool_values` (torch's `~` refuses
 /// floats; `!x` is not read as `x == 0`).
@@ -437,15 +495,9 @@ auto operator!(E&& e) {
   }
 }
 /// Element-wise e^x.
-template <named_expression E>
-auto exp(E&& e) {
-  return detail::make_elementwise<true>(ops::exp{}, std::forward<E>(e));
-}
+DIMSUM_DETAIL_UNARY_ELEMENTWISE(exp, ops::exp)
 /// Element-wise square root.
-template <named_expression E>
-auto sqrt(E&& e) {
-  return detail::make_elementwise<true>(ops::sqrt{}, std::forward<E>(e));
-}
+DIMSUM_DETAIL_UNARY_ELEMENTWISE(sqrt, ops::sqrt)
 /// Element-wise conversion to value type T.
 template <class T, named_expression E>
 auto cast(E&& e) {

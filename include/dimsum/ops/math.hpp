@@ -113,11 +113,8 @@ struct clamp {
 };
 }  // namespace ops
 
-#define DIMSUM_UNARY_FUNCTION_(fn)                                          \
-  template <named_expression E>                                            \
-  auto fn(E&& e) {                                                         \
-    return detail::make_elementwise<true>(ops::fn{}, std::forward<E>(e)); \
-  }
+// An lvalue operand is DIMSUM_LIFETIMEBOUND (ops/elementwise.hpp).
+#define DIMSUM_UNARY_FUNCTION_(fn) DIMSUM_DETAIL_UNARY_ELEMENTWISE(fn, ops::fn)
 
 /// Element-wise natural logarithm (log(0) = -inf, log(x < 0) = NaN): `log(p)`.
 DIMSUM_UNARY_FUNCTION_(log)

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 #include <dimsum/core/diagnostics.hpp>
@@ -48,6 +49,12 @@ class window_mask_expr : public expression_tag {
     if (window == 0)
       throw shape_error("window_mask over '" + std::string(Q::name.view()) + "', '" + std::string(K::name.view()) +
                         "': the window must hold at least the query's own position (window >= 1)");
+    // Positions offset + i, and one past them, must not wrap around.
+    const std::size_t nq = e_.extents()[index_of<dims>(Q::name.view())];
+    if (offset > std::numeric_limits<std::size_t>::max() - nq)
+      throw shape_error("window_mask over '" + std::string(Q::name.view()) + "', '" + std::string(K::name.view()) +
+                        "': offset " + std::to_string(offset) + " plus the " + std::to_string(nq) +
+                        " query positions exceeds the largest position (SIZE_MAX)");
   }
 
   auto extents() const { return e_.extents(); }

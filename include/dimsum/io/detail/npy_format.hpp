@@ -29,6 +29,7 @@
 /// - bool data: any non-zero byte reads as true (as numpy treats it).
 
 #include <dimsum/core/errors.hpp>
+#include <dimsum/io/detail/file_sync.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -709,7 +710,9 @@ void write_npy(const std::string& path, const T* data, const std::vector<std::si
   if (!file) throw_npy_error(path, "cannot open for writing: " + npy_impl::errno_message(errno));
   npy_impl::write_all(file.get(), header.data(), header.size(), path);
   npy_impl::write_all(file.get(), data, count * sizeof(T), path);
-  // fclose flushes; a full disk often shows only here.
+  // A full disk often shows only when the buffers are flushed.
+  if (std::fflush(file.get()) != 0) throw_npy_error(path, "write failed: " + npy_impl::errno_message(errno));
+  if (!fsync_file(file.get())) throw_npy_error(path, "fsync failed: " + npy_impl::errno_message(errno));
   if (std::fclose(file.release()) != 0) throw_npy_error(path, "write failed: " + npy_impl::errno_message(errno));
 }
 
