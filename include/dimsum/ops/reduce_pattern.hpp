@@ -85,6 +85,9 @@ struct reduce_mode {
   static constexpr bool keeps_every_dim = false;
   static constexpr bool adds_dims = false;
   static constexpr bool ellipsis_on_the_left_only = true;
+  // An output `1` or `()` adds no dim: the result broadcasts by name
+  // against the input, as PyTorch's keepdim result does by position.
+  static constexpr bool adds_size_1_axes = false;
   Op op{};
 
   template <class FlatOut, class Extras, class Flat>
