@@ -1,7 +1,7 @@
 // Grouped-query heads: 4 query heads cannot be split over 3 key/value heads.
 // EXPECT: dimsum: a group's labels cannot split the static extent of the dim it stands for
 // EXPECT: pattern_group_does_not_divide_its_dim<heads, dimsum::extent_c<4>, dimsum::labels<dimsum::label<(dimsum::)?fixed_string<[0-9]+>{"kv_heads"}>, dimsum::label<(dimsum::)?fixed_string<[0-9]+>{"group"}> ?>, dimsum::extent_c<3>, dimsum::operand<0> ?>
-// EXPECT-CLANG: pattern_group_does_not_divide.cpp:[0-9]+
+// EXPECT-CLANG: pattern_group_does_not_divide\.cpp:[0-9]+:[0-9]+: note
 #include "common.hpp"
 
 DIMSUM_DIM(heads, 4);

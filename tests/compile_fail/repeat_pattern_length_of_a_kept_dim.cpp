@@ -1,6 +1,7 @@
 // repeat<"..."> given an extent for a dim the tensor keeps, inside an output group.
 // EXPECT: dimsum: repeat adds a dim that the tensor already has
 // EXPECT: repeat_adds_a_dim_the_tensor_already_has<posn, dimsum::dims<batch, posn, d_model> ?>
+// EXPECT-CLANG: repeat_pattern_length_of_a_kept_dim\.cpp:[0-9]+:[0-9]+: note
 #include "common.hpp"
 
 int main() {

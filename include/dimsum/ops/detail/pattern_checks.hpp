@@ -56,7 +56,7 @@ template <class Dim, class Extent, class Labels, class KnownProduct, class Opera
 struct pattern_group_does_not_divide_its_dim {
   static_assert(detail::always_false<Dim, Extent, Labels, KnownProduct, Operand>,
                 "dimsum: a group's labels cannot split the static extent of the dim it stands for (the product of "
-                "their static extents does not divide it); check the extents, e.g. 4 heads in groups of 3 kv_heads");
+                "their static extents does not divide it), as 4 query heads over 3 kv_heads");
 };
 
 /// Checker: a list of tensors as a pattern's operand needs its first term
