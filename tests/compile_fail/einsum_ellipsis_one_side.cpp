@@ -1,6 +1,7 @@
 // '...' in the input term but not in the output.
 // EXPECT: dimsum: '...' appears on one side of '->' only
 // EXPECT: einsum_ellipsis_on_one_side_of_the_arrow_only<dimsum::input_term<0> ?, dimsum::dims<batch, posn, d_model> ?>
+// EXPECT-CLANG: einsum_ellipsis_one_side\.cpp:[0-9]+:[0-9]+: note
 #include "common.hpp"
 
 int main() {

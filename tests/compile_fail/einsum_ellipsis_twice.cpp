@@ -1,6 +1,7 @@
 // '...' twice in one term.
 // EXPECT: dimsum: an einsum term has '...' twice
 // EXPECT: einsum_term_has_two_ellipses<dimsum::input_term<0> ?>
+// EXPECT-CLANG: einsum_ellipsis_twice\.cpp:[0-9]+:[0-9]+: note
 #include "common.hpp"
 
 int main() {

@@ -1,6 +1,7 @@
 // As einsum_ellipsis_twice.cpp, with the result assigned to a declared tensor type: still one error.
 // EXPECT: dimsum: an einsum term has '...' twice
 // EXPECT: einsum_term_has_two_ellipses<dimsum::input_term<0> ?>
+// EXPECT-CLANG: einsum_ellipsis_twice_declared\.cpp:[0-9]+:[0-9]+: note
 #include "common.hpp"
 
 int main() {

@@ -1,6 +1,7 @@
 // an unnamed group in a term with '...': which dim it splits would depend on positions.
 // EXPECT: dimsum: a term with '...' splits an unnamed group; name the dim it splits
 // EXPECT: einsum_ellipsis_term_has_an_unnamed_group<dimsum::input_term<0> ?>
+// EXPECT-CLANG: einsum_ellipsis_unnamed_group\.cpp:[0-9]+:[0-9]+: note
 #include "common.hpp"
 
 DIMSUM_DIM(hd);

@@ -139,7 +139,8 @@ TEST_CASE("ellipsis on vars: reduce, with its gradient", "[ellipsis][grad]") {
   check_grad<tensor<double, batch, h, w>, tensor<double, batch, h, w>>(
       "grad_maxpool", [](const auto& x) { return reduce<"batch (h h2) (w w2) -> batch h w", "max">(x, h2{2}, w2{3}); });
   check_grad<tensor<double, batch, h, w>, tensor<double, batch, unit_axis<1>, unit_axis<2>>>(
-      "grad_mean_keepdims", [](const auto& x) { return reduce<"batch ... -> batch 1 1", "mean">(x); });
+      "grad_mean_keepdims",
+      [](const auto& x) { return dimsum::rearrange<"batch -> batch 1 1">(reduce<"batch ... -> batch 1 1", "mean">(x)); });
   check_grad<tensor<double, batch, n>, tensor<double, batch>>(
       "grad_prod", [](const auto& x) { return reduce<"batch n -> batch", "prod">(x); });
   check_grad<tensor<double, batch, posn, n>, tensor<double, batch, posn>>(
@@ -178,7 +179,7 @@ TEST_CASE("ellipsis on vars: repeat, rearrange and einsum, with their gradients"
 TEST_CASE("ellipsis: size-1 axes made by a pattern are matched by `1`, or stand in `...`", "[ellipsis]") {
   using dimsum::unit_axis;
   const auto x = tensor<double, batch, posn, d>::random_normal(11, batch{2}, posn{3}, d{4});
-  const auto m = dimsum::eval(dimsum::reduce<"batch posn d -> batch 1 d", "mean">(x));
+  const auto m = dimsum::eval(dimsum::rearrange<"batch d -> batch 1 d">(dimsum::reduce<"batch posn d -> batch d", "mean">(x)));
   static_assert(has_dims<decltype(m), batch, unit_axis<1>, d>);
   // `1` in a term with `...` takes the operand's size-1 axes in order...
   auto squeezed = dimsum::eval(dimsum::rearrange<"... 1 d -> d ...">(m));

@@ -327,18 +327,32 @@ TEST_CASE("reduce pattern: 2x3 max pooling by split groups", "[reduce][pattern]"
                     Catch::Contains("'h'") && Catch::Contains("not a multiple"));
 }
 
-TEST_CASE("reduce pattern: keeping the reduced axes as size-1 axes", "[reduce][pattern]") {
+TEST_CASE("reduce pattern: `1` for a reduced axis broadcasts as PyTorch's keepdim", "[reduce][pattern]") {
   const auto x = load<tensor<double, b, c, h, w>>("mean_keepdims_x");
   auto m = eval(reduce<"b c h w -> b c 1 1", "mean">(x));
-  // A `1` in the output is a dim of static extent 1 named by its position.
-  static_assert(has_dims<decltype(m), b, c, unit_axis<2>, unit_axis<3>>);
-  static_assert(dims_of_t<decltype(m)>::static_extents[3] == 1);
-  CHECK(m.extents() == std::array<std::size_t, 4>{2, 3, 1, 1});
-  expect_near(m, load<tensor<double, b, c, unit_axis<2>, unit_axis<3>>>("mean_keepdims_out"), 1e-15);
-  // `()` is the same size-1 axis, and a pattern drops it again by position.
-  auto back = eval(rearrange<"b c () 1 -> c b">(m));
-  for (std::size_t i = 0; i < 2; ++i)
-    for (std::size_t j = 0; j < 3; ++j) CHECK(back(c{j}, b{i}) == m(b{i}, c{j}, unit_axis<2>{0}, unit_axis<3>{0}));
+  // A `1` (or `()`) in reduce's output adds no dim: names broadcast, so the
+  // result needs none where PyTorch keeps a size-1 axis.
+  static_assert(std::is_same_v<dims_of_t<decltype(m)>, dim_list<b, c>>);
+  CHECK(m.extents() == std::array<std::size_t, 2>{2, 3});
+  // PyTorch's shape, (b, c, 1, 1), is a rearrange away.
+  expect_near(rearrange<"b c -> b c 1 1">(m), load<tensor<double, b, c, unit_axis<2>, unit_axis<3>>>("mean_keepdims_out"),
+              1e-15);
+  CHECK(test::flat(eval(reduce<"b c h w -> b () c 1", "mean">(x))) == test::flat(m));
+  // einops' normalisation, x - x.mean((2, 3), keepdim=True): x's dims.
+  auto centred = eval(x - reduce<"b c h w -> b c 1 1", "mean">(x));
+  static_assert(std::is_same_v<dims_of_t<decltype(centred)>, dims_of_t<decltype(x)>>);
+  const auto e = x.extents();
+  REQUIRE(centred.extents() == e);
+  for (std::size_t i = 0; i < e[0]; ++i)
+    for (std::size_t j = 0; j < e[1]; ++j) {
+      double mean = 0;
+      for (std::size_t k = 0; k < e[2]; ++k)
+        for (std::size_t l = 0; l < e[3]; ++l) mean += x(b{i}, c{j}, h{k}, w{l});
+      mean /= double(e[2] * e[3]);
+      for (std::size_t k = 0; k < e[2]; ++k)
+        for (std::size_t l = 0; l < e[3]; ++l)
+          CHECK(centred(b{i}, c{j}, h{k}, w{l}) == Approx(x(b{i}, c{j}, h{k}, w{l}) - mean).epsilon(1e-14));
+    }
   // A named size-1 axis: `h()` keeps the name h with extent 1.
   auto named = eval(reduce<"b c h w -> b c h() w()", "mean">(x));
   static_assert(has_dims<decltype(named), b, c, h, w>);
@@ -350,6 +364,18 @@ TEST_CASE("reduce pattern: keeping the reduced axes as size-1 axes", "[reduce][p
   auto kept = eval(reduce<"b h4 -> b h4()", "sum">(s4));
   static_assert(dims_of_t<decltype(kept)>::names[1] == "h4" && dims_of_t<decltype(kept)>::static_extents[1] == 1);
   CHECK(kept(b{1}, dim<"h4", 1>{0}) == Approx(s4(b{1}, h4{0}) + s4(b{1}, h4{1}) + s4(b{1}, h4{2}) + s4(b{1}, h4{3})));
+}
+
+TEST_CASE("reduce pattern: a length passed for a dim the input has is checked", "[reduce][pattern]") {
+  const auto y = tensor<double, b, n, d>::random_normal(21, b{2}, n{4}, d{3});
+  REQUIRE_THROWS_WITH((reduce<"b (n n2) d -> b nd(n d)", "max">(y, dim<"n2">{2}, d{5})),
+                      Catch::Contains("'d' was passed with extent 5") && Catch::Contains("operand 0 has extent 3"));
+  auto r = eval(reduce<"b (n n2) d -> b nd(n d)", "max">(y, dim<"n2">{2}, d{3}));
+  static_assert(has_dims<decltype(r), b, dim<"nd">>);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t k = 0; k < 2; ++k)
+      for (std::size_t l = 0; l < 3; ++l)
+        CHECK(r(b{i}, dim<"nd">{k * 3 + l}) == std::max(y(b{i}, n{2 * k}, d{l}), y(b{i}, n{2 * k + 1}, d{l})));
 }
 
 TEST_CASE("reduce pattern: ... on the left alone is reduced; zero dims matched", "[reduce][pattern]") {

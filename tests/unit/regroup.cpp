@@ -81,6 +81,53 @@ TEST_CASE("regroup: a dim given for a static group label must agree", "[regroup]
                       Catch::Contains("'four' is static with extent 4") && Catch::Contains("5"));
 }
 
+TEST_CASE("regroup: a length passed for a dim an operand has is checked against it", "[regroup]") {
+  tensor<float, posn, emb> x(posn{3}, emb{4});
+  test::fill_pattern(x);
+  // posn sits in an output group only: the length is still checked.
+  REQUIRE_THROWS_WITH((rearrange<"posn emb -> pe(emb posn)">(x, posn{4})),
+                      Catch::Contains("'posn' was passed with extent 4") && Catch::Contains("operand 0 has extent 3"));
+  auto r = eval(rearrange<"posn emb -> pe(emb posn)">(x, posn{3}));
+  REQUIRE(r.extents() == std::array<std::size_t, 1>{12});
+  for (std::size_t p = 0; p < 3; ++p)
+    for (std::size_t e = 0; e < 4; ++e) CHECK(r(dim<"pe">{e * 3 + p}) == x(posn{p}, emb{e}));
+  // A group label that another operand has: the passed length must agree.
+  tensor<float, batch, features> X(batch{2}, features{12});
+  test::fill_pattern(X);
+  tensor<float, d_k> Y(d_k{3});
+  test::fill_pattern(Y, 0.5, 0.25);
+  REQUIRE_THROWS_WITH((einsum<"batch features(nheads d_k), d_k -> batch nheads">(X, Y, d_k{4})),
+                      Catch::Contains("'d_k' was passed with extent 4") && Catch::Contains("operand 1 has extent 3"));
+  auto o = eval(einsum<"batch features(nheads d_k), d_k -> batch nheads">(X, Y, d_k{3}));
+  REQUIRE(o.extents() == std::array<std::size_t, 2>{2, 4});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t hh = 0; hh < 4; ++hh) {
+      double want = 0;
+      for (std::size_t d = 0; d < 3; ++d) want += double(X(batch{b}, features{hh * 3 + d})) * Y(d_k{d});
+      CHECK(o(batch{b}, nheads{hh}) == Approx(want).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("regroup: a label left to infer from static extents is static", "[regroup]") {
+  // Grouped-query heads: 4 query heads in groups over the 2 key/value heads.
+  using q_heads = dim<"q_heads", 4>;
+  using kv = dim<"kv", 2>;
+  tensor<float, batch, q_heads> q(batch{2});
+  test::fill_pattern(q);
+  tensor<float, batch, kv> k(batch{2});
+  test::fill_pattern(k, 0.5, 0.25);
+  auto s = eval(einsum<"batch q_heads(kv group), batch kv -> batch kv group">(q, k));
+  static_assert(dims_of_t<decltype(s)>::names[2] == "group" && dims_of_t<decltype(s)>::static_extents[2] == 2);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t g = 0; g < 2; ++g)
+      for (std::size_t j = 0; j < 2; ++j)
+        CHECK(s(batch{b}, kv{j}, dim<"group", 2>{g}) == Approx(q(batch{b}, q_heads{j * 2 + g}) * k(batch{b}, kv{j})));
+  // The same from a static dim passed after the operand.
+  auto split = eval(rearrange<"batch q_heads(kv group) -> batch group kv">(q, kv{}));
+  static_assert(dims_of_t<decltype(split)>::static_extents[1] == 2);
+  CHECK(split(batch{1}, dim<"group", 2>{1}, kv{1}) == q(batch{1}, q_heads{3}));
+}
+
 TEST_CASE("regroup: a group whose extents do not multiply out throws", "[regroup]") {
   x_t x(batch{1}, posn{2}, features{6});
   REQUIRE_THROWS_WITH((rearrange<"batch posn (nheads d_k) -> batch nheads posn d_k">(x, nheads{4})),

@@ -7,11 +7,13 @@
 /// associative operation given as `fold{f, identity}`:
 ///
 ///     reduce<"b (h h2) (w w2) c -> b h w c", "max">(x, h2{2}, w2{2})   // 2x2 max pooling
-///     reduce<"b c h w -> b c 1 1", "mean">(x)                          // keeping the reduced axes
+///     x - reduce<"b c h w -> b c 1 1", "mean">(x)                      // keepdim: x's dims
 ///     reduce<"b ... d -> b d", "sum">(x)                               // `...` on the left only: reduced
 ///     reduce<"b n d -> b d">(x, fold{[](float a, float b) { return a * b; }, 1.0f})
 ///
-/// Groups split and merge as in rearrange, `1`/`()` are size-1 axes, and
+/// Groups split and merge as in rearrange; `1`/`()` are size-1 axes in the
+/// input, and in the output they add no dim (PyTorch's keepdim: the result
+/// broadcasts against the input by name, docs/design.md); and
 /// `...` stands for the other dims by name; on the left alone it stands for
 /// dims that are reduced. An output dim that the input lacks is an error
 /// (`einsum_output_label_is_not_in_any_operand`), as is an unknown operation
@@ -85,6 +87,9 @@ struct reduce_mode {
   static constexpr bool keeps_every_dim = false;
   static constexpr bool adds_dims = false;
   static constexpr bool ellipsis_on_the_left_only = true;
+  // An output `1` or `()` adds no dim: the result broadcasts by name
+  // against the input, as PyTorch's keepdim result does by position.
+  static constexpr bool adds_size_1_axes = false;
   Op op{};
 
   template <class FlatOut, class Extras, class Flat>

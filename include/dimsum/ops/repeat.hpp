@@ -109,6 +109,7 @@ struct repeat_mode {
   static constexpr bool keeps_every_dim = true;
   static constexpr bool adds_dims = true;
   static constexpr bool ellipsis_on_the_left_only = false;
+  static constexpr bool adds_size_1_axes = true;
   template <class Label>
   static void report_dropped() {
     report<repeat_drops_a_dim<Label>>();

@@ -140,6 +140,7 @@ struct einsum_mode {
   static constexpr bool keeps_every_dim = false;  // a dim the output lacks is an error
   static constexpr bool adds_dims = false;        // output labels no operand has, extents given as dims
   static constexpr bool ellipsis_on_the_left_only = false;
+  static constexpr bool adds_size_1_axes = true;  // an output `1` or `()` is a unit_axis
   template <class FlatOut, class Extras, class... Flat>
   auto apply(const Extras&, Flat&&... flat) const {
     return make_einsum<FlatOut>(std::forward<Flat>(flat)...);
@@ -164,6 +165,57 @@ constexpr std::size_t first_unit_of_another_extent() {
     if (t.items[i].is_group && t.items[i].count == 0 && L::static_extents[i] != dynamic && L::static_extents[i] != 1)
       return i;
   return npos;
+}
+
+// Whether the dim named n is a label of a group of an input term of S: a
+// new dim that the split makes.
+template <fixed_string S>
+constexpr bool names_an_input_group_label(std::string_view n) {
+  constexpr const parsed_einsum& p = parsed_v<S>;
+  for (std::size_t j = 0; j < p.n_inputs; ++j)
+    for (std::size_t i = 0; i < p.inputs[j].n_items; ++i)
+      for (std::size_t c = 0; p.inputs[j].items[i].is_group && c < p.inputs[j].items[i].count; ++c)
+        if (p.inputs[j].labels[p.inputs[j].items[i].first + c] == n) return true;
+  return false;
+}
+
+/// The first dim passed after the operands (XL) whose static extent
+/// differs from that of operand J's dim of its name (one the pattern does
+/// not split): {x, position in L}, or {npos, npos}.
+template <fixed_string S, std::size_t J, class XL, class L>
+constexpr std::array<std::size_t, 2> first_static_length_conflict() {
+  for (std::size_t x = 0; x < XL::size; ++x) {
+    if (XL::static_extents[x] == dynamic) continue;
+    const std::size_t d = find_name(L::names, XL::names[x]);
+    if (d != npos && !split_by_pattern<S, J>(d) && L::static_extents[d] != dynamic &&
+        L::static_extents[d] != XL::static_extents[x])
+      return {x, d};
+  }
+  return {npos, npos};
+}
+
+/// The first group item of term J splitting a static dim of L whose labels'
+/// static extents (in Flat) cannot split it: all static with another
+/// product, or all but one static with a product that does not divide it.
+/// {item, product of the static extents}, or {npos, 0}.
+template <fixed_string S, std::size_t J, class L, class Flat>
+constexpr std::array<std::size_t, 2> first_group_not_dividing() {
+  constexpr const einsum_term& t = parsed_v<S>.inputs[J];
+  for (std::size_t i = 0; i < t.n_items && i < L::size; ++i) {
+    if (!t.items[i].is_group || t.items[i].count == 0 || L::static_extents[i] == dynamic) continue;
+    std::size_t product = 1, unknown = 0;
+    for (std::size_t c = 0; c < t.items[i].count; ++c) {
+      const std::size_t se = Flat::static_extents[find_name(Flat::names, t.labels[t.items[i].first + c])];
+      if (se == dynamic)
+        ++unknown;
+      else
+        product *= se;
+    }
+    const std::size_t whole = L::static_extents[i];
+    if ((unknown == 0 && product != whole) || (unknown == 1 && (product == 0 || whole % product != 0)))
+      return {i, product};
+  }
+  return {npos, 0};
 }
 
 // Whether the dim named n is named by a group of S (a group's name or one
@@ -214,6 +266,29 @@ auto pattern_impl(const Mode& mode, OpsTuple&& ops, const Extras& extras, std::i
        ...);
       return r;
     }();
+    using Flats = std::tuple<
+        typename flat_operand_dims<S, J, dims_of_t<std::tuple_element_t<J, Ts>>, LabelPool>::type...>;
+    constexpr std::array<std::size_t, 3> not_dividing = [] {
+      std::array<std::size_t, 3> r{npos, npos, 0};
+      (
+          [&] {
+            constexpr auto g =
+                first_group_not_dividing<S, J, dims_of_t<std::tuple_element_t<J, Ts>>, std::tuple_element_t<J, Flats>>();
+            if (r[0] == npos && g[0] != npos) r = {J, g[0], g[1]};
+          }(),
+          ...);
+      return r;
+    }();
+    constexpr std::array<std::size_t, 3> length_conflict = [] {
+      std::array<std::size_t, 3> r{npos, npos, npos};
+      (
+          [&] {
+            constexpr auto c = first_static_length_conflict<S, J, XL, dims_of_t<std::tuple_element_t<J, Ts>>>();
+            if (r[0] == npos && c[0] != npos) r = {J, c[0], c[1]};
+          }(),
+          ...);
+      return r;
+    }();
     if constexpr (underdetermined != npos) {
       using L = dims_of_t<std::tuple_element_t<underdetermined, Ts>>;
       using Flat = typename flat_operand_dims<S, underdetermined, L, LabelPool>::type;
@@ -228,6 +303,21 @@ auto pattern_impl(const Mode& mode, OpsTuple&& ops, const Extras& extras, std::i
       constexpr std::size_t i = first_unit_of_another_extent<S, unit_operand, L>();
       report<pattern_size_1_axis_stands_for_a_dim_of_another_extent<diagnostic_name_t<at_t<L, i>>,
                                                                    extent_c<L::static_extents[i]>, operand<unit_operand>>>();
+      return invalid_expression{};
+    } else if constexpr (length_conflict[0] != npos) {
+      using L = dims_of_t<std::tuple_element_t<length_conflict[0], Ts>>;
+      using X = at_t<XL, length_conflict[1]>;
+      report<pattern_length_differs_from_the_operands_dim<diagnostic_name_t<X>, extent_c<X::static_extent>,
+                                                          extent_c<L::static_extents[length_conflict[2]]>,
+                                                          operand<length_conflict[0]>>>();
+      return invalid_expression{};
+    } else if constexpr (not_dividing[0] != npos) {
+      using L = dims_of_t<std::tuple_element_t<not_dividing[0], Ts>>;
+      constexpr einsum_item item = p.inputs[not_dividing[0]].items[not_dividing[1]];
+      report<pattern_group_does_not_divide_its_dim<
+          diagnostic_name_t<at_t<L, not_dividing[1]>>, extent_c<L::static_extents[not_dividing[1]]>,
+          typename group_labels<S, not_dividing[0], item.first, std::make_index_sequence<item.count>>::type,
+          extent_c<not_dividing[2]>, operand<not_dividing[0]>>>();
       return invalid_expression{};
     } else {
       using FlatPool =
@@ -260,7 +350,8 @@ auto pattern_impl(const Mode& mode, OpsTuple&& ops, const Extras& extras, std::i
       constexpr std::size_t existing_extra = [] {
         if (!Mode::adds_dims) return npos;
         for (std::size_t x = 0; x < XL::size; ++x)
-          if (find_name(FlatPool::names, XL::names[x]) != npos && !names_a_group_label<S>(XL::names[x])) return x;
+          if (find_name(FlatPool::names, XL::names[x]) != npos && !names_an_input_group_label<S>(XL::names[x]))
+            return x;
         return npos;
       }();
       constexpr std::size_t unused_extra = [] {
@@ -295,6 +386,7 @@ auto pattern_impl(const Mode& mode, OpsTuple&& ops, const Extras& extras, std::i
         return invalid_expression{};
       } else {
         using FlatOut = flat_output_t<S, OutPool>;
+        check_passed_lengths<S>(ops, extras.values);
         const std::array<group_extent_table, sizeof...(J)> tables{
             all_group_extents<S, J, typename flat_operand_dims<S, J, dims_of_t<std::tuple_element_t<J, Ts>>, LabelPool>::type>(
                 ops, extras.values)...};
@@ -306,7 +398,7 @@ auto pattern_impl(const Mode& mode, OpsTuple&& ops, const Extras& extras, std::i
         if constexpr (is_invalid_v<decltype(flat)>)
           return invalid_expression{};
         else
-          return merge_groups<S, p.output.n_items, Pool>(std::move(flat));
+          return merge_groups<S, p.output.n_items, Pool, Mode::adds_size_1_axes>(std::move(flat));
       }
     }
   }

@@ -40,6 +40,25 @@ struct repeat_new_dim_has_no_extent {
                 "repeat<\"h w -> b h w\">(x, b{4})");
 };
 
+/// Checker: a dim passed after the operands has a static extent other than
+/// the static extent of the operand's dim of that name.
+template <class Dim, class GivenExtent, class OperandExtent, class Operand>
+struct pattern_length_differs_from_the_operands_dim {
+  static_assert(detail::always_false<Dim, GivenExtent, OperandExtent, Operand>,
+                "dimsum: a dim passed after the operands has another static extent than the operand's dim of that "
+                "name; pass the operand's extent, or leave the dim out (the operand gives it)");
+};
+
+/// Checker: the static extents of a group's labels cannot split the static
+/// extent of the dim the group stands for (their product, or the product
+/// of all but one inferred label, does not divide it).
+template <class Dim, class Extent, class Labels, class KnownProduct, class Operand>
+struct pattern_group_does_not_divide_its_dim {
+  static_assert(detail::always_false<Dim, Extent, Labels, KnownProduct, Operand>,
+                "dimsum: a group's labels cannot split the static extent of the dim it stands for (the product of "
+                "their static extents does not divide it), as 4 query heads over 3 kv_heads");
+};
+
 /// Checker: a list of tensors as a pattern's operand needs its first term
 /// to start with a new label, the name of the list's dim.
 template <class ElementDims>

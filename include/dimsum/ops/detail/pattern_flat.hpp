@@ -88,13 +88,34 @@ struct flat_operand_dims<S, J, L, Pool, std::index_sequence<K...>> {
       for (std::size_t c = 0; c < t.items[i].count; ++c) a[t.items[i].first + c] = i;
     return a;
   }();
+  // The static extent of label Kk when nothing names it but the dim its
+  // group splits is static and every other label of the group has a static
+  // dim: that extent divided by their product (4 heads in (kv_heads group)
+  // with kv_heads of 2: group is 2); otherwise dynamic. A product that does
+  // not divide leaves it dynamic, and pattern_group_does_not_divide_its_dim
+  // reports it.
+  static constexpr std::size_t inferred_extent(std::size_t i, std::size_t kk) {
+    if (i >= L::size || L::static_extents[i] == dynamic) return dynamic;
+    std::size_t product = 1;
+    for (std::size_t c = 0; c < t.items[i].count; ++c) {
+      if (t.items[i].first + c == kk) continue;
+      const std::size_t p = find_name(Pool::names, t.labels[t.items[i].first + c]);
+      if (p == npos || Pool::static_extents[p] == dynamic) return dynamic;
+      product *= Pool::static_extents[p];
+    }
+    if (product == 0 || L::static_extents[i] % product != 0) return dynamic;
+    return L::static_extents[i] / product;
+  }
   template <std::size_t Kk>
   static auto pick() {
     constexpr std::size_t i = item_of[Kk];
+    using R = resolve_dim<Pool, label_getter<S, J, Kk>>;
     if constexpr (!t.items[i].is_group)
       return std::type_identity<at_t<L, i>>{};
+    else if constexpr (R::idx == npos && inferred_extent(i, Kk) != dynamic)
+      return std::type_identity<dim<to_fixed_string_v<label_getter<S, J, Kk>>, inferred_extent(i, Kk)>>{};
     else
-      return std::type_identity<typename resolve_dim<Pool, label_getter<S, J, Kk>>::type>{};
+      return std::type_identity<typename R::type>{};
   }
   using type = dim_list<typename decltype(pick<K>())::type...>;
 };
@@ -186,6 +207,30 @@ bool label_extent(const OpsTuple& ops, const Extras& extras, std::size_t& out) {
     if (extent_from_operands<S, D>(ops, out, std::make_index_sequence<std::tuple_size_v<OpsTuple>>{})) return true;
     return std::apply([&](const auto&... x) { return (extent_from_extra<D>(x, out) || ... || false); }, extras);
   }
+}
+
+/// Checks a dim x passed after the operands against its static extent and
+/// against every operand's dim of its name that the pattern does not split
+/// (a group's labels are new dims): a length that differs is a shape_error,
+/// never silently ignored.
+template <fixed_string S, class OpsTuple, class X>
+void check_passed_length(const OpsTuple& ops, const X& x) {
+  check_static_extent<X>(x.value, "einsum");
+  [&]<std::size_t... Q>(std::index_sequence<Q...>) {
+    (
+        [&] {
+          std::size_t e = 0;
+          if (extent_from_operand<S, X, Q>(ops, e) && e != x.value)
+            throw shape_error("einsum: dim '" + std::string(X::name.view()) + "' was passed with extent " +
+                              std::to_string(x.value) + " but operand " + std::to_string(Q) + " has extent " +
+                              std::to_string(e));
+        }(),
+        ...);
+  }(std::make_index_sequence<std::tuple_size_v<OpsTuple>>{});
+}
+template <fixed_string S, class OpsTuple, class... XS>
+void check_passed_lengths(const OpsTuple& ops, const std::tuple<XS...>& extras) {
+  std::apply([&](const auto&... x) { (check_passed_length<S>(ops, x), ...); }, extras);
 }
 
 /// The run-time extents of the labels of group item I of operand J: from a
@@ -291,26 +336,27 @@ decltype(auto) split_groups(Op&& op, const group_extent_table& table) {
 // Merges the named groups of the output and inserts its size-1 axes, from
 // item I - 1 down to 0 (so the positions of the items still to do do not
 // move).
-template <fixed_string S, std::size_t I, class Pool, class E>
+// Without UnitAxes (reduce), an anonymous `1` or `()` adds no dim.
+template <fixed_string S, std::size_t I, class Pool, bool UnitAxes = true, class E>
 auto merge_groups(E&& e) {
   if constexpr (I == 0) {
     return std::forward<E>(e);
   } else {
     constexpr std::size_t out = parsed_v<S>.n_inputs;
     constexpr einsum_item item = parsed_v<S>.output.items[I - 1];
-    if constexpr (!item.is_group) {
-      return merge_groups<S, I - 1, Pool>(std::forward<E>(e));
+    if constexpr (!item.is_group || (is_unit_item(item) && !UnitAxes)) {
+      return merge_groups<S, I - 1, Pool, UnitAxes>(std::forward<E>(e));
     } else if constexpr (is_unit_item(item)) {
-      return merge_groups<S, I - 1, Pool>(insert_unit_axis<item.first, unit_axis<I - 1>>(std::forward<E>(e)));
+      return merge_groups<S, I - 1, Pool, UnitAxes>(insert_unit_axis<item.first, unit_axis<I - 1>>(std::forward<E>(e)));
     } else {
       using New = typename resolve_dim<Pool, item_name_getter<S, out, I - 1>>::type;
       // A named size-1 axis `h()` keeps the dim type of that name unless it
       // is static with another extent (a reduced h of 224: then dim<"h", 1>).
       using Unit = std::conditional_t<New::is_static && New::static_extent != 1, dim<New::name, 1>, New>;
       if constexpr (item.count == 0)
-        return merge_groups<S, I - 1, Pool>(insert_unit_axis<item.first, Unit>(std::forward<E>(e)));
+        return merge_groups<S, I - 1, Pool, UnitAxes>(insert_unit_axis<item.first, Unit>(std::forward<E>(e)));
       else
-        return merge_groups<S, I - 1, Pool>(
+        return merge_groups<S, I - 1, Pool, UnitAxes>(
             merge_expr<item.first, item.count, New, std::remove_cvref_t<E>>(std::forward<E>(e)));
     }
   }
