@@ -5,7 +5,9 @@
 # (a list of include directories).
 set(flags -std=c++20 -fsyntax-only -Wdeprecated-declarations -DDIMSUM_FIXTURES_DIR="")
 foreach(dir IN LISTS INCLUDES)
-  list(APPEND flags -I${dir})
+  if(dir)
+    list(APPEND flags -I${dir})
+  endif()
 endforeach()
 execute_process(COMMAND ${COMPILER} ${flags} ${SOURCE} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(NOT rc EQUAL 0)
