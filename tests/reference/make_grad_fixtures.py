@@ -9,8 +9,9 @@ the inputs, r and the gradients as small float64 ``.npy`` files under
 
 The seed-000 case runs HiddenAttention (seed 000's einops code) in float64
 on the float32 input and weights of ``fixtures/seed000/`` (written by
-make_fixtures.py) and saves d loss / d parameter for its eight parameters
-and d loss / d x.
+make_fixtures.py) and saves d loss / d parameter for its eight parameters,
+d loss / d x and d loss / d pattern (the softmax's output, an intermediate
+kept with retain_grad).
 
 Run with Debian's interpreter, which has torch:
 
@@ -136,6 +137,7 @@ def seed000():
     mask = torch.triu(torch.ones(scores.size(-2), scores.size(-1)), diagonal=1).bool()
     masked = (scores / d_head**0.5).masked_fill(mask, float("-inf"))
     pattern = masked.softmax(-1)
+    pattern.retain_grad()  # an intermediate's gradient (dimsum's v.retain_grad())
     z = ein(v, pattern, "batch posn_K nheads d_head, batch nheads posn_Q posn_K -> batch posn_Q nheads d_head")
     out = ein(z, p["W_O"], "batch posn_Q nheads d_head, nheads d_head d_model -> batch posn_Q d_model") + p["b_O"]
     r = rand(*out.shape)
@@ -146,6 +148,7 @@ def seed000():
     for n in names:
         save(f"seed000_grad_{n}", p[n].grad)
     save("seed000_grad_x", x.grad)
+    save("seed000_grad_pattern", pattern.grad)
 
 
 def fused_attention():

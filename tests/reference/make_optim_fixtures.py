@@ -21,6 +21,26 @@ endian):
 - ``schedule_lr.npy`` (step=40,): the learning rate torch's ``LambdaLR``
   gives an SGD optimizer at each step with the warmup-cosine factor, checked
   here against the plain formula.
+- a frozen embedding (tests/unit/optim_groups.cpp): ``frozen_init_<name>.npy``
+  for ``embed.weight`` (vocab=6, d=4), ``head.weight`` (cls=3, d),
+  ``head.bias`` (cls); ``frozen_ids.npy`` and ``frozen_targets.npy``
+  (step=4, b=5, integer values stored as float64); ``frozen_loss.npy``
+  (step,) the loss of each step before its update and
+  ``frozen_<name>.npy`` (step, ...) the parameters after each step: the
+  embedding with ``requires_grad_(False)``, logits = head(embed(ids)),
+  mean cross entropy, torch.optim.AdamW(lr 0.05, weight_decay 0.01) over
+  all three parameters (the frozen one has no grad, so AdamW skips it);
+- parameter groups (tests/unit/optim_groups.cpp), for a model of five
+  parameters (``embed.weight`` (tok=5, col=4), ``W`` (row=3, col=4), ``b``
+  (col), ``head.weight`` (out=2, col), ``head.bias`` (out)):
+  ``groups_init_<name>.npy`` and ``groups_grads_<name>.npy`` (step=10, ...)
+  the initial values and the gradient set by hand before each step, and
+  ``groups_<case>_<name>.npy`` (step, ...) torch's parameters after each
+  step for the cases in GROUP_CASES: torch.optim.AdamW / SGD with three
+  param groups (the matrices W and head.weight with weight decay, the rank-1
+  b and head.bias without, embed.weight without decay and with its own lr,
+  betas or momentum), and a ``LambdaLR`` with the warmup-cosine factor
+  (GROUP_SCHEDULE) scaling every group's lr.
 
 Run with Debian's interpreter (torch 1.13):
 
@@ -67,6 +87,32 @@ def plain_schedule(s):
         return MIN_LR
     progress = (s - WARMUP) / (TOTAL - WARMUP)
     return MIN_LR + (BASE_LR - MIN_LR) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+GROUP_STEPS = 10
+GROUP_SHAPES = {"embed.weight": (5, 4), "W": (3, 4), "b": (4,), "head.weight": (2, 4), "head.bias": (2,)}
+# case -> (optimizer, defaults, [(group's parameter names, group's own options)])
+GROUP_CASES = {
+    "adamw": ("adamw", dict(lr=0.02, weight_decay=0.1, eps=1e-8),
+              [(["W", "head.weight"], dict()),
+               (["b", "head.bias"], dict(weight_decay=0.0)),
+               (["embed.weight"], dict(lr=0.05, betas=(0.8, 0.99), weight_decay=0.0))]),
+    "sgd": ("sgd", dict(lr=0.1, momentum=0.9, weight_decay=0.01),
+            [(["W", "head.weight"], dict()),
+             (["b", "head.bias"], dict(weight_decay=0.0)),
+             (["embed.weight"], dict(lr=0.2, momentum=0.5, weight_decay=0.0))]),
+}
+# The warmup-cosine factor (base 1): warmup 3 steps, total 10, floor 0.1.
+GROUP_WARMUP, GROUP_TOTAL, GROUP_MIN = 3, 10, 0.1
+
+
+def group_factor(s):
+    if s < GROUP_WARMUP:
+        return s / GROUP_WARMUP
+    if s >= GROUP_TOTAL:
+        return GROUP_MIN
+    progress = (s - GROUP_WARMUP) / (GROUP_TOTAL - GROUP_WARMUP)
+    return GROUP_MIN + (1.0 - GROUP_MIN) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def save(out, name, array):
@@ -134,6 +180,64 @@ def main():
         opt.step()
         sched.step()
     save(out, "schedule_lr", np.array(lrs))
+
+    # A frozen embedding fine-tuned under a trained head.
+    gen = torch.Generator().manual_seed(20261203)
+    embed = torch.nn.Embedding(6, 4)
+    head = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        embed.weight.copy_(torch.randn(6, 4, generator=gen))
+        head.weight.copy_(torch.randn(3, 4, generator=gen))
+        head.bias.copy_(torch.randn(3, generator=gen))
+    ids = torch.randint(0, 6, (4, 5), generator=gen)
+    targets = torch.randint(0, 3, (4, 5), generator=gen)
+    named = {"embed.weight": embed.weight, "head.weight": head.weight, "head.bias": head.bias}
+    for n, p in named.items():
+        save(out, "frozen_init_" + n, p.detach())
+    save(out, "frozen_ids", ids.double())
+    save(out, "frozen_targets", targets.double())
+    embed.weight.requires_grad_(False)
+    opt = torch.optim.AdamW(list(named.values()), lr=0.05, weight_decay=0.01, foreach=False)
+    losses, after = [], {n: [] for n in named}
+    for s in range(4):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(head(embed(ids[s])), targets[s])
+        loss.backward()
+        assert embed.weight.grad is None
+        opt.step()
+        losses.append(loss.item())
+        for n, p in named.items():
+            after[n].append(p.detach().clone())
+    save(out, "frozen_loss", np.array(losses))
+    for n in named:
+        save(out, "frozen_" + n, torch.stack(after[n]))
+
+    # Parameter groups, from a generator of their own (the fixtures above
+    # stay as they were).
+    gen = torch.Generator().manual_seed(20261202)
+    init = {n: torch.randn(*shape, generator=gen) for n, shape in GROUP_SHAPES.items()}
+    grads = {n: torch.randn(GROUP_STEPS, *shape, generator=gen) for n, shape in GROUP_SHAPES.items()}
+    for n in GROUP_SHAPES:
+        save(out, "groups_init_" + n, init[n])
+        save(out, "groups_grads_" + n, grads[n])
+    for case, (kind, defaults, groups) in GROUP_CASES.items():
+        params = {n: torch.nn.Parameter(init[n].clone()) for n in GROUP_SHAPES}
+        param_groups = [dict(params=[params[n] for n in names], **options) for names, options in groups]
+        if kind == "adamw":
+            opt = torch.optim.AdamW(param_groups, foreach=False, **defaults)
+        else:
+            opt = torch.optim.SGD(param_groups, foreach=False, **defaults)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, group_factor)
+        after = {n: [] for n in GROUP_SHAPES}
+        for s in range(GROUP_STEPS):
+            for n, p in params.items():
+                p.grad = grads[n][s].clone()
+            opt.step()
+            sched.step()
+            for n, p in params.items():
+                after[n].append(p.detach().clone())
+        for n in GROUP_SHAPES:
+            save(out, "groups_%s_%s" % (case, n), torch.stack(after[n]))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 // forward written once as a template, run on tensors (checked against the
 // seed's golden output) and on vars; loss sum(out * r); every parameter's
 // gradient and d loss / d x against PyTorch autograd in float64
-// (tests/reference/make_grad_fixtures.py), within float32 tolerance.
+// (tests/reference/make_grad_fixtures.py), within float32 tolerance; the
+// attention pattern's gradient, kept with retain_grad, against PyTorch's
+// retain_grad on the same intermediate.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -38,9 +40,14 @@ struct weights {
   BO b_O;
 };
 
-/// HiddenAttention.forward, written once for tensors and for vars.
-template <class X, class W>
-auto attention(const X& x, const W& w) {
+struct ignore_pattern {
+  void operator()(const auto&) const {}
+};
+
+/// HiddenAttention.forward, written once for tensors and for vars;
+/// `on_pattern` sees the attention pattern (softmax's output).
+template <class X, class W, class OnPattern = ignore_pattern>
+auto attention(const X& x, const W& w, OnPattern on_pattern = {}) {
   using dimsum::einsum;
   auto q = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_Q) + w.b_Q;
   auto k = einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, w.W_K) + w.b_K;
@@ -50,6 +57,7 @@ auto attention(const X& x, const W& w) {
       dimsum::rename<posn, q_posn>(q), dimsum::rename<posn, k_posn>(k));
   auto masked = dimsum::causal_mask<q_posn, k_posn>(scores / scale, -std::numeric_limits<float>::infinity());
   auto pattern = dimsum::softmax<k_posn>(masked);
+  on_pattern(pattern);
   auto z = einsum<"batch k_posn nheads d_head, batch nheads q_posn k_posn -> batch q_posn nheads d_head">(
       dimsum::rename<posn, k_posn>(v), pattern);
   // eval: on tensors the lazy result must not outlive the locals it reads.
@@ -113,7 +121,11 @@ TEST_CASE("grad seed 000: every parameter's gradient equals PyTorch's", "[grad][
                 grad::var<float, nheads, d_head>, grad::var<float, d_model>>
       w{t.watch(p.W_Q), t.watch(p.W_K), t.watch(p.W_V), t.watch(p.W_O),
         t.watch(p.b_Q), t.watch(p.b_K), t.watch(p.b_V), t.watch(p.b_O)};
-  auto y = attention(xv, w);
+  grad::var<float, batch, nheads, q_posn, k_posn> pattern;
+  auto y = attention(xv, w, [&](const auto& v) {
+    v.retain_grad();  // PyTorch: pattern.retain_grad()
+    pattern = v;
+  });
   static_assert(std::is_same_v<decltype(y), grad::var<float, batch, posn, d_model>>);
   auto loss = dimsum::einsum<>(y * rf);
   const auto want_loss = dimsum::load_npy<tensor<double>>(fixture("grad/seed000_loss.npy"));
@@ -134,4 +146,5 @@ TEST_CASE("grad seed 000: every parameter's gradient equals PyTorch's", "[grad][
   expect_gradient(p.b_V.grad, "b_V");
   expect_gradient(p.b_O.grad, "b_O");
   expect_gradient(dimsum::gradient(xv), "x");
+  expect_gradient(dimsum::gradient(pattern), "pattern");
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 using dimsum::parameter;
 using dimsum::tensor;
@@ -271,4 +272,31 @@ TEST_CASE("grad tape: a parameter reassigned with other extents between watch an
   w = make_w();
   t.backward(loss);
   for (std::size_t x = 0; x < w.grad.size(); ++x) CHECK(w.grad.data()[x] == 2.0);
+}
+
+TEST_CASE("grad tape: retain_grad keeps an intermediate's gradient; hooks see and change a gradient before it is sent on",
+          "[grad][tape]") {
+  w_t w = make_w();
+  grad::tape t;
+  auto v = t.watch(w);
+  auto y = v * v;  // dy: 3, so dw = 3 * 2w after the hook halves it: 3w
+  auto z = y * 3.0;
+  y.retain_grad();
+  std::vector<double> seen;
+  y.register_hook([&](tensor<double, col, out>& g) {
+    seen.assign(g.data(), g.data() + g.size());
+    for (std::size_t x = 0; x < g.size(); ++x) g.data()[x] *= 0.5;  // kept as changed, as torch's hook's result
+  });
+  v.register_hook([&](tensor<double, col, out>& g) {  // a watched parameter's: before w.grad is increased
+    for (std::size_t x = 0; x < g.size(); ++x) g.data()[x] = std::min(g.data()[x], 1.0);  // clip
+  });
+  t.backward(dimsum::sum<col, out>(z));
+  REQUIRE(seen.size() == 6);
+  for (double s : seen) CHECK(s == 3.0);
+  const auto& gy = dimsum::gradient(y);
+  for (std::size_t x = 0; x < 6; ++x) CHECK(gy.data()[x] == 1.5);
+  for (std::size_t x = 0; x < 6; ++x) CHECK(w.grad.data()[x] == std::min(3.0 * w.value.data()[x], 1.0));
+  CHECK_THROWS_WITH(dimsum::gradient(z), Catch::Contains("call v.retain_grad() before backward"));
+  auto c = t.constant(make_x());
+  CHECK_THROWS_AS(c.retain_grad(), grad::tape_error);
 }

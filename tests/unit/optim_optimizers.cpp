@@ -516,7 +516,7 @@ TEST_CASE("optim_checkpoint: the saved AdamW state after six steps equals torch.
     CHECK(steps == 6);
     CHECK(file.tensors.count("W.max_exp_avg_sq") == (c == "adamw_amsgrad" ? 1u : 0u));
     CHECK(file.metadata.at("dimsum.optimizer") == "adamw");
-    CHECK(file.metadata.at("dimsum.optimizer.lr") == (c == "adamw_default" ? "0.001" : c == "adamw_custom" ? "0.02" : "0.05"));
+    CHECK(file.metadata.at("dimsum.optimizer.param_groups.0.lr") == (c == "adamw_default" ? "0.001" : c == "adamw_custom" ? "0.02" : "0.05"));
     CHECK(file.metadata.at("dimsum.optimizer.states") == "2");
   }
   // SGD: the momentum buffer under torch's key, equal to torch's.
@@ -596,11 +596,11 @@ TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the
     dimsum::save_optimizer_state(bad, m, s);
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(bad, m2, opt), Catch::Contains("is the state of sgd, not of adamw"));
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(
-                          with([](auto& c) { c.metadata.erase("dimsum.optimizer.beta2"); }), m2, opt),
-                      Catch::Contains("has no metadata 'dimsum.optimizer.beta2'"));
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.amsgrad", "yes"), m2, opt),
+                          with([](auto& c) { c.metadata.erase("dimsum.optimizer.param_groups.0.beta2"); }), m2, opt),
+                      Catch::Contains("has no metadata 'dimsum.optimizer.param_groups.0.beta2'"));
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.param_groups.0.amsgrad", "yes"), m2, opt),
                       Catch::Contains("option amsgrad is 'yes', not a bool"));
-    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.beta1", "1"), m2, opt),
+    CHECK_THROWS_WITH(dimsum::load_optimizer_state(with_meta("dimsum.optimizer.param_groups.0.beta1", "1"), m2, opt),
                       Catch::Contains("adamw: invalid beta1"));
     unchanged();
   }
@@ -624,6 +624,21 @@ TEST_CASE("optim_checkpoint: a file that does not fit is refused by name and the
     CHECK_THROWS_WITH(dimsum::load_optimizer_state(bad, other, s),
                       Catch::Contains("holds the state of 2 parameters but the module has 1"));
     CHECK(s.options.lr == 0.2);
+  }
+  SECTION("a step count below 0 or at INT64_MAX: the next step would divide by 0 or overflow") {
+    for (const std::int64_t step : {std::int64_t(-1), std::numeric_limits<std::int64_t>::max()}) {
+      INFO(step);
+      auto set_step = [&](auto& c) { std::memcpy(c.tensors.at("W.step").data.data(), &step, sizeof step); };
+      CHECK_THROWS_AS(dimsum::load_optimizer_state(with(set_step), m2, opt), dimsum::optim::optimizer_error);
+      CHECK_THROWS_WITH(dimsum::load_optimizer_state(with(set_step), m2, opt),
+                        Catch::Contains("adamw: parameter 'W' has step count " + std::to_string(step)));
+      unchanged();
+    }
+    // The largest count that can take one more step loads and steps.
+    const std::int64_t last = std::numeric_limits<std::int64_t>::max() - 1;
+    dimsum::load_optimizer_state(with([&](auto& c) { std::memcpy(c.tensors.at("W.step").data.data(), &last, 8); }), m2,
+                                 opt);
+    CHECK(opt.state<W_t>("W").step == last);
   }
   SECTION("a model file is not an optimizer file") {
     dimsum::save_safetensors(bad, m);

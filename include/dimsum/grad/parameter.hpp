@@ -23,6 +23,12 @@ struct parameter {
 
   tensor_type value;
   tensor_type grad;
+  /// False for a frozen parameter (PyTorch's `requires_grad_(False)`): the
+  /// tape reads it as a constant (`tape.watch(p)` gives a var without
+  /// gradient), backward leaves `grad` alone, optimizers skip it, and
+  /// `gradient(p)` throws `grad::tape_error`. Checkpoints save and load it
+  /// as any parameter. `nn::set_requires_grad(m, false)` freezes a module.
+  bool requires_grad = true;
 
   parameter() = default;
   /// Takes `v` as the value; the gradient starts as zeros of its extents.

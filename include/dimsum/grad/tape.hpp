@@ -20,6 +20,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -74,6 +75,12 @@ struct a_var_keeps_the_order_of_its_dims {
                 "dimsum: a grad::var is not transposed by assignment; declare it with the dims in the order the "
                 "expression has (or auto), or reorder with rearrange<\"...\">(v), which records the gradient");
 };
+template <class VarDims>
+struct a_gradient_hook_takes_the_var_gradient {
+  static_assert(detail::always_false<VarDims>,
+                "dimsum: v.register_hook(f) calls f with v's gradient, a tensor<T, Dims...>& with v's value type and "
+                "dims in v's order; f cannot take it (auto& takes any)");
+};
 template <class First, class Other>
 struct var_operands_need_the_same_value_type {
   static_assert(detail::always_false<First, Other>,
@@ -111,6 +118,7 @@ struct node_base {
   virtual void check_watched_extents() const {}
   bool requires_grad = false;
   bool keep_grad = false;  // a watched tensor: `gradient(v)` reads it after backward
+  bool frozen = false;     // a frozen parameter watched: a constant, `gradient(v)` throws
 };
 
 /// Whether the dim lists A and B have the same names in the same order
@@ -148,6 +156,7 @@ struct var_node final : node_base {
   tensor_type grad;
   bool has_grad = false;
   rule_type rule;
+  std::vector<std::function<void(tensor_type&)>> hooks;  // run on the gradient before it is sent on
 
   const tensor_type& value() const { return *value_ptr; }
 
@@ -193,12 +202,18 @@ struct var_node final : node_base {
     }
   }
   void propagate() override {
-    if (has_grad && rule) rule(grad, value());
+    if (!has_grad) return;
+    for (auto& h : hooks) h(grad);
+    if (!rule) return;
+    if (!keep_grad) return rule(grad, value());
+    tensor_type g = grad;  // a rule may reuse the buffer it is given: a retained gradient must stay as it is
+    rule(g, value());
   }
   void release_rule() noexcept override { rule = nullptr; }
-  std::array<std::size_t, sizeof...(Ds)> watched_extents{};  // a watched parameter's, when watched
+  bool watched_param = false;  // reads a parameter's value in place
+  std::array<std::size_t, sizeof...(Ds)> watched_extents{};  // its extents when watched
   void check_watched_extents() const override {
-    if (!param_grad || value().extents() == watched_extents) return;
+    if (!watched_param || value().extents() == watched_extents) return;
     std::string names;
     ((names += (names.empty() ? "" : ", "), names += Ds::name.view()), ...);
     std::string m = "tape.backward: a parameter (";
@@ -288,6 +303,30 @@ class var : public var_tag {
   }
   /// Whether a gradient flows into this var (it depends on a watched leaf).
   bool requires_grad() const { return node_->requires_grad; }
+  /// Keeps this var's gradient after backward, to be read with
+  /// `gradient(v)` (PyTorch's `retain_grad()`): an operation's result
+  /// otherwise frees its gradient once sent on. Call it before backward.
+  /// A var without gradient throws `grad::tape_error`.
+  void retain_grad() const {
+    if (!node_->requires_grad)
+      throw tape_error("retain_grad: this var has no gradient (it depends on no watched parameter or tensor)");
+    node_->keep_grad = true;
+  }
+  /// Calls `f(g)` with this var's gradient `g` (a `tensor<T, Ds...>&`, which
+  /// `f` may change: clip, scale, log) once backward has summed it, before
+  /// it is sent on to the inputs (PyTorch's `register_hook`). For a watched
+  /// parameter's var, before `p.grad` is increased. Hooks run in the order
+  /// registered. A var without gradient throws `grad::tape_error`.
+  template <class F>
+  void register_hook(F f) const {
+    if constexpr (!std::is_invocable_v<F&, tensor_type&>) {
+      dimsum::detail::report<a_gradient_hook_takes_the_var_gradient<diagnostic_dims_t<dim_list<Ds...>>>>();
+    } else {
+      if (!node_->requires_grad)
+        throw tape_error("register_hook: this var has no gradient (it depends on no watched parameter or tensor)");
+      node_->hooks.emplace_back(std::move(f));
+    }
+  }
   /// The tape this var is recorded on (null for a constant). A var that
   /// needs a gradient and outlived its tape throws `grad::tape_error`: it
   /// can no longer be recorded on (a constant of a gone tape is a constant).
@@ -360,13 +399,22 @@ class tape {
 
   /// A var whose gradient is accumulated into `p.grad` by backward
   /// (PyTorch's leaf semantics: `p.grad += d loss / d p`). The var reads
-  /// `p.value` in place.
+  /// `p.value` in place. A frozen parameter (`p.requires_grad == false`),
+  /// or any parameter watched while a `frozen_scope` of this tape lives,
+  /// gives a constant var instead: no gradient, `p.grad` left alone.
   template <class T, dimension... Ds>
   var<T, Ds...> watch(parameter<T, Ds...>& p) {
     auto n = std::make_shared<detail::var_node<T, Ds...>>();
     n->value_ptr = &p.value;
-    n->param_grad = &p.grad;
+    n->watched_param = true;
     n->watched_extents = p.value.extents();
+    if (!p.requires_grad || frozen_depth_ > 0) {
+      n->frozen = true;
+      push(n);
+      watched_.push_back(n.get());
+      return var<T, Ds...>(this, std::move(n));
+    }
+    n->param_grad = &p.grad;
     n->requires_grad = true;
     parameter<T, Ds...>* pp = &p;
     n->rule = [pp](const tensor<T, Ds...>& g, const tensor<T, Ds...>&) {
@@ -401,6 +449,32 @@ class tape {
     else
       return watch(dimsum::eval(std::forward<E>(e)));
   }
+
+  /// Several at once, in order, as a `std::tuple` of their vars:
+  /// `auto [q, k] = tape.watch(W_Q, W_K);`. (`auto q = tape.watch(a), k =
+  /// tape.watch(b);` does not compile when the vars' dims differ: one
+  /// `auto` declaration deduces one type for all its declarators.)
+  template <class A, class B, class... R>
+  auto watch(A&& a, B&& b, R&&... r) {
+    return std::tuple{watch(std::forward<A>(a)), watch(std::forward<B>(b)), watch(std::forward<R>(r))...};
+  }
+
+  /// While it lives, every parameter watched on the tape is read as a
+  /// constant (a frozen scope: modules called on vars watch their
+  /// parameters, so `{ auto f = tape.freeze_parameters(); y = embed(tape, ids); }`
+  /// uses the embedding without training it). Scopes nest.
+  class frozen_scope {
+   public:
+    explicit frozen_scope(tape& t) : t_(&t) { ++t_->frozen_depth_; }
+    frozen_scope(const frozen_scope&) = delete;
+    frozen_scope& operator=(const frozen_scope&) = delete;
+    ~frozen_scope() { --t_->frozen_depth_; }
+
+   private:
+    tape* t_;
+  };
+  /// A `frozen_scope` of this tape.
+  [[nodiscard]] frozen_scope freeze_parameters() { return frozen_scope(*this); }
 
   /// A var without gradient (an input or a constant): evaluates e.
   template <named_expression E>
@@ -466,6 +540,7 @@ class tape {
 
   std::vector<std::shared_ptr<detail::node_base>> nodes_;
   std::vector<const detail::node_base*> watched_;  // the watched parameters' nodes (kept alive by nodes_)
+  int frozen_depth_ = 0;                           // live frozen_scopes
   bool done_ = false;
   std::shared_ptr<tape*> handle_ = std::make_shared<tape*>(this);
 };
@@ -564,7 +639,8 @@ std::remove_cvref_t<V> eval(V&& v) {
 /// gave (the same `p.grad`) or of a watched tensor's var (what the last
 /// backward accumulated; zeros if nothing reached it), as a tensor with
 /// exactly its dims. A var an operation returned has no gradient to read
-/// (backward frees it once sent on): `grad::tape_error`. `gradient<Ds...>(x)` also states the dims, in
+/// (backward frees it once sent on: `grad::tape_error`) unless
+/// `v.retain_grad()` was called before backward. `gradient<Ds...>(x)` also states the dims, in
 /// order: a compile error naming both lists when they differ.
 template <dimension... Ask, class X>
 decltype(auto) gradient(const X& x) {
@@ -580,14 +656,23 @@ decltype(auto) gradient(const X& x) {
       detail::report<gradient_dims_differ_from_the_variable_dims<dims<diagnostic_name_t<Ask>...>, diagnostic_dims_t<L>>>();
       return invalid_expression{};
     } else if constexpr (is_parameter_v<P>) {
+      if (!x.requires_grad)
+        throw grad::tape_error(
+            "gradient(p): the parameter is frozen (requires_grad is false), so it gets no gradient; set "
+            "p.requires_grad = true before the forward pass to train it");
       return static_cast<const typename P::tensor_type&>(x.grad);
     } else {
       auto& n = *x.node();
+      if (n.frozen)
+        throw grad::tape_error(
+            "gradient(v): v is a frozen parameter watched as a constant (requires_grad false, or a frozen_scope), "
+            "so it gets no gradient");
       if (n.param_grad) return static_cast<const typename P::tensor_type&>(*n.param_grad);
       if (n.requires_grad && !n.keep_grad)
         throw grad::tape_error(
             "gradient(v): v is the result of an operation, whose gradient backward frees once it has sent it on (as "
-            "PyTorch keeps .grad for leaves only); watch a tensor (tape.watch(t)) to read d loss / d t");
+            "PyTorch keeps .grad for leaves only); call v.retain_grad() before backward, or watch a tensor "
+            "(tape.watch(t)) to read d loss / d t");
       n.ensure_grad();
       return static_cast<const typename P::tensor_type&>(n.grad);
     }

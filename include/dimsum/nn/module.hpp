@@ -165,6 +165,15 @@ void zero_grad(M& m) {
   for_each_parameter(m, [](const std::string&, auto& p) { p.zero_grad(); });
 }
 
+/// Freezes (`false`) or unfreezes (`true`) every parameter of `m`, as
+/// PyTorch's `m.requires_grad_(flag)`: a frozen parameter is a constant on
+/// the tape, gets no gradient, and the optimizers skip it
+/// (`parameter::requires_grad`).
+template <class M>
+void set_requires_grad(M& m, bool flag) {
+  for_each_parameter(m, [flag](const std::string&, auto& p) { p.requires_grad = flag; });
+}
+
 /// The number of trainable elements of `m` (the sum of every parameter's
 /// element count, `sum(p.numel() for p in m.parameters())`).
 template <class M>

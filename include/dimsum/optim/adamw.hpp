@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -54,11 +55,15 @@ struct adamw_state {
 ///
 ///     optim::adamw opt({.lr = 3e-4});
 ///     opt.step(model);
-class adamw : public optimizer_base<adamw, adamw_state> {
+class adamw : public optimizer_base<adamw, adamw_state, adamw_options> {
  public:
   /// Checks the options as PyTorch does (lr, eps, weight_decay not negative,
   /// 0 <= beta < 1); otherwise throws `optimizer_error`.
-  explicit adamw(adamw_options o = {}) : options(o) {
+  explicit adamw(adamw_options o = {}) : options(o) { check_options(o); }
+
+  /// Throws `optimizer_error` for options PyTorch refuses (see the
+  /// constructor); `add_group` and every step check each group's options so.
+  static void check_options(const adamw_options& o) {
     if (!(o.lr >= 0.0)) throw optimizer_error(nn::detail::cat("adamw: invalid learning rate ", std::to_string(o.lr)));
     if (!(o.eps >= 0.0)) throw optimizer_error(nn::detail::cat("adamw: invalid epsilon ", std::to_string(o.eps)));
     if (!(o.beta1 >= 0.0 && o.beta1 < 1.0)) throw optimizer_error(nn::detail::cat("adamw: invalid beta1 ", std::to_string(o.beta1)));
@@ -67,7 +72,8 @@ class adamw : public optimizer_base<adamw, adamw_state> {
       throw optimizer_error(nn::detail::cat("adamw: invalid weight_decay ", std::to_string(o.weight_decay)));
   }
 
-  /// The hyper-parameters; `options.lr` may be changed between steps.
+  /// The hyper-parameters of group 0 (every parameter no added group
+  /// takes); `options.lr` may be changed between steps.
   adamw_options options;
 
   /// The optimizer's name in a checkpoint of its state.
@@ -84,33 +90,41 @@ class adamw : public optimizer_base<adamw, adamw_state> {
   }
 
   /// Calls `f(key, value)` for every entry of a parameter's state `s` that
-  /// a checkpoint holds, with PyTorch's keys: "step" (an `std::int64_t`),
-  /// "exp_avg", "exp_avg_sq", and with amsgrad "max_exp_avg_sq" (tensors
-  /// with the parameter's dims; the last may not be allocated yet, when
-  /// amsgrad was switched on after the last step: it then stands for
-  /// zeros, as the next step would create it).
+  /// a checkpoint holds, with PyTorch's keys, for a parameter of a group
+  /// with options `o`: "step" (an `std::int64_t`), "exp_avg", "exp_avg_sq",
+  /// and with amsgrad "max_exp_avg_sq" (tensors with the parameter's dims;
+  /// the last may not be allocated yet, when amsgrad was switched on after
+  /// the last step: it then stands for zeros, as the next step would
+  /// create it).
   template <class S, class F>
-  void for_each_state_entry(S& s, F&& f) const {
+  static void for_each_state_entry(S& s, const adamw_options& o, F&& f) {
     f("step", s.step), f("exp_avg", s.exp_avg), f("exp_avg_sq", s.exp_avg_sq);
-    if (options.amsgrad) f("max_exp_avg_sq", s.max_exp_avg_sq);
+    if (o.amsgrad) f("max_exp_avg_sq", s.max_exp_avg_sq);
   }
 
   /// Throws `shape_error` (naming the parameter, the buffer and both
   /// extents) unless the moments of parameter `name`'s state `s` have the
   /// parameter's extents: a parameter rebuilt with other dynamic extents
-  /// since the first step. `step` and `save_optimizer_state` call it.
+  /// since the first step; and `optimizer_error` unless its step count is
+  /// at least 0 and below INT64_MAX (a step from -1 divides by a bias
+  /// correction of 0, one from INT64_MAX overflows the count).
+  /// `step`, `save_optimizer_state` and `load_optimizer_state` call it.
   template <class P>
-  void check_state(const std::string& name, const P& p, const adamw_state<P>& s) const {
+  static void check_state(const std::string& name, const P& p, const adamw_state<P>& s, const adamw_options&) {
+    if (s.step < 0 || s.step == std::numeric_limits<std::int64_t>::max())
+      throw optimizer_error(nn::detail::cat("adamw: parameter '", name, "' has step count ", std::to_string(s.step),
+                                            "; a step count is at least 0 and below 2^63 - 1"));
     detail::check_state_extents(name, p, "exp_avg", s.exp_avg);
     detail::check_state_extents(name, p, "exp_avg_sq", s.exp_avg_sq);
     if (s.max_exp_avg_sq.size() != 0) detail::check_state_extents(name, p, "max_exp_avg_sq", s.max_exp_avg_sq);
   }
 
  private:
-  friend optimizer_base<adamw, adamw_state>;
+  friend optimizer_base<adamw, adamw_state, adamw_options>;
 
+  // One update of p with the options of its group and learning rate lr.
   template <class P>
-  void update(P& p, adamw_state<P>& s) const {
+  static void update(P& p, adamw_state<P>& s, const adamw_options& options, double lr) {
     using T = typename P::value_type;
     s.step += 1;
     // The scalars are Python floats in PyTorch: computed in double, then
@@ -118,9 +132,9 @@ class adamw : public optimizer_base<adamw, adamw_state> {
     const double t = double(s.step);
     const double bias_correction1 = 1.0 - std::pow(options.beta1, t);
     const double bias_correction2 = 1.0 - std::pow(options.beta2, t);
-    const T step_size = T(options.lr / bias_correction1);
+    const T step_size = T(lr / bias_correction1);
     const T bc2_sqrt = T(std::sqrt(bias_correction2));
-    const T decay = T(1.0 - options.lr * options.weight_decay);
+    const T decay = T(1.0 - lr * options.weight_decay);
     const T b1 = T(options.beta1), b2 = T(options.beta2), one_b1 = T(1.0 - options.beta1),
             one_b2 = T(1.0 - options.beta2), eps = T(options.eps);
     if (options.amsgrad && s.max_exp_avg_sq.size() != p.value.size())

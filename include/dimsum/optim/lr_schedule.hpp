@@ -27,7 +27,8 @@ namespace dimsum::optim {
 /// rising again.
 ///
 ///     optim::warmup_cosine_schedule schedule{.base_lr = 3e-4, .warmup_steps = 100, .total_steps = 5000};
-///     opt.options.lr = schedule(step);
+///     opt.options.lr = schedule(step);              // one group
+///     opt.set_lr_factor(schedule.factor(step));      // every group, each from its own lr
 struct warmup_cosine_schedule {
   double base_lr = std::numeric_limits<double>::quiet_NaN();  // required
   std::size_t warmup_steps = 0;
@@ -48,6 +49,17 @@ struct warmup_cosine_schedule {
     if (s >= total_steps) return min_lr;
     const double progress = double(s - warmup_steps) / double(total_steps - warmup_steps);
     return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  }
+
+  /// The schedule as a factor of the base rate, `(*this)(s) / base_lr`
+  /// (PyTorch's `LambdaLR` lambda): with parameter groups,
+  /// `opt.set_lr_factor(schedule.factor(s))` gives each group its own
+  /// `lr` times the factor. Throws as `operator()` does, and if base_lr is
+  /// not above 0.
+  double factor(std::size_t s) const {
+    const double lr = (*this)(s);
+    if (!(base_lr > 0.0)) throw optimizer_error("warmup_cosine_schedule: factor() needs a base_lr above 0");
+    return lr / base_lr;
   }
 };
 

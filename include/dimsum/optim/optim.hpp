@@ -8,6 +8,7 @@
 #include <dimsum/optim/adamw.hpp>
 #include <dimsum/optim/clip_grad_norm.hpp>
 #include <dimsum/optim/lr_schedule.hpp>
+#include <dimsum/optim/param_groups.hpp>
 #include <dimsum/optim/parameter_states.hpp>
 #include <dimsum/optim/seed.hpp>
 #include <dimsum/optim/sgd.hpp>

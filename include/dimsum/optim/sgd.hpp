@@ -48,12 +48,16 @@ struct sgd_state {
 ///
 ///     optim::sgd opt({.lr = 0.1, .momentum = 0.9});
 ///     opt.step(model);  // reads every p.grad, updates every p.value
-class sgd : public optimizer_base<sgd, sgd_state> {
+class sgd : public optimizer_base<sgd, sgd_state, sgd_options> {
  public:
   /// Checks the options as PyTorch does: lr given, lr, momentum and
   /// weight_decay not negative, and nesterov only with momentum > 0 and
   /// dampening == 0; otherwise throws `optimizer_error`.
-  explicit sgd(sgd_options o) : options(o) {
+  explicit sgd(sgd_options o) : options(o) { check_options(o); }
+
+  /// Throws `optimizer_error` for options PyTorch refuses (see the
+  /// constructor); `add_group` and every step check each group's options so.
+  static void check_options(const sgd_options& o) {
     if (std::isnan(o.lr)) throw optimizer_error("sgd: lr is required (torch.optim.SGD has no default learning rate)");
     if (!(o.lr >= 0.0)) throw optimizer_error(nn::detail::cat("sgd: invalid learning rate ", std::to_string(o.lr)));
     if (!(o.momentum >= 0.0)) throw optimizer_error(nn::detail::cat("sgd: invalid momentum ", std::to_string(o.momentum)));
@@ -63,8 +67,8 @@ class sgd : public optimizer_base<sgd, sgd_state> {
       throw optimizer_error("sgd: nesterov momentum requires a momentum and zero dampening");
   }
 
-  /// The hyper-parameters; `options.lr` may be changed between steps (as a
-  /// schedule does).
+  /// The hyper-parameters of group 0 (every parameter no added group
+  /// takes); `options.lr` may be changed between steps (as a schedule does).
   sgd_options options;
 
   /// The optimizer's name in a checkpoint of its state.
@@ -80,14 +84,15 @@ class sgd : public optimizer_base<sgd, sgd_state> {
   }
 
   /// Calls `f(key, value)` for every entry of a parameter's state `s` that
-  /// a checkpoint holds: with momentum, "momentum_buffer" (PyTorch's key; a
+  /// a checkpoint holds, for a parameter of a group with options
+  /// `options`: with momentum, "momentum_buffer" (PyTorch's key; a
   /// tensor with the parameter's dims); without, nothing. Reading (a const
   /// `s`) a state that has no buffer although momentum is set (momentum
   /// switched on after the last step) throws `optimizer_error`: its next
   /// step would start the buffer afresh, which no tensor can say; writing
   /// (a non-const `s`) marks the buffer as present.
   template <class S, class F>
-  void for_each_state_entry(S& s, F&& f) const {
+  static void for_each_state_entry(S& s, const sgd_options& options, F&& f) {
     if (options.momentum == 0.0) return;
     if constexpr (std::is_const_v<S>) {
       if (!s.has_momentum_buffer)
@@ -106,22 +111,23 @@ class sgd : public optimizer_base<sgd, sgd_state> {
   /// dynamic extents since the first step. `step` and
   /// `save_optimizer_state` call it.
   template <class P>
-  void check_state(const std::string& name, const P& p, const sgd_state<P>& s) const {
+  static void check_state(const std::string& name, const P& p, const sgd_state<P>& s, const sgd_options& options) {
     if (options.momentum != 0.0 && s.has_momentum_buffer)
       detail::check_state_extents(name, p, "momentum_buffer", s.momentum_buffer);
   }
 
  private:
-  friend optimizer_base<sgd, sgd_state>;
+  friend optimizer_base<sgd, sgd_state, sgd_options>;
 
+  // One update of p with the options of its group and learning rate lr_.
   template <class P>
-  void update(P& p, sgd_state<P>& s) const {
+  static void update(P& p, sgd_state<P>& s, const sgd_options& options, double lr_) {
     using T = typename P::value_type;
     const std::size_t n = p.value.size();
     T* v = p.value.data();
     const T* g = p.grad.data();
     const T wd = T(options.weight_decay), mom = T(options.momentum), damp = T(1.0 - options.dampening),
-            lr = T(options.lr);
+            lr = T(lr_);
     const bool first = options.momentum != 0.0 && !s.has_momentum_buffer;
     if (first) {
       s.momentum_buffer = P::tensor_type::from_extents(p.value.extents());
