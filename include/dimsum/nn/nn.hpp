@@ -13,4 +13,5 @@
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/nn/module.hpp>
 #include <dimsum/nn/positional_encoding.hpp>
+#include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/ops/arange.hpp>
