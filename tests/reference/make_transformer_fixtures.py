@@ -23,6 +23,16 @@ q_posn, heads, d_value):
 Files: ``q``, ``k``, ``v``, ``mask`` (when there is one), ``r``, ``out``,
 ``grad_q``, ``grad_k``, ``grad_v``.
 
+Module cases, x (batch 2, posn 3, d_model 4), every parameter drawn from a
+seeded normal distribution, files ``params/<state-dict key>``,
+``grads/<state-dict key>``, ``x``, ``r``, ``y``, ``grad_x``:
+
+- ``rms_norm``: ``x * rsqrt(mean(x^2, -1) + 1e-6) * weight``.
+- ``swiglu``: ``down_proj(silu(gate_proj(x)) * up_proj(x))``, bias-free
+  Linears 4 -> 6 -> 4.
+- ``gelu_mlp``: ``c_proj(gelu(c_fc(x)))``, Linears with bias 4 -> 6 -> 4,
+  the exact (erf) GELU.
+
 Run with Debian's interpreter, which has torch:
 
     /usr/bin/python3 tests/reference/make_transformer_fixtures.py [OUTPUT_DIR]
@@ -107,6 +117,55 @@ def sdpa_case(name, seed, B, L, S, H, HKV, E, EV, mask_kind=None, causal_offset=
         save(f"{name}/{f}", a)
 
 
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(d, dtype=torch.float64))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class SwiGLU(torch.nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(d, hidden, bias=False)
+        self.up_proj = torch.nn.Linear(d, hidden, bias=False)
+        self.down_proj = torch.nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GeluMLP(torch.nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.c_fc = torch.nn.Linear(d, hidden)
+        self.c_proj = torch.nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return self.c_proj(torch.nn.functional.gelu(self.c_fc(x)))
+
+
+def module_case(name, seed, model, x_shape):
+    gen = torch.Generator().manual_seed(seed)
+    model = model.double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(randn(gen, *p.shape))
+    x = randn(gen, *x_shape).requires_grad_(True)
+    y = model(x)
+    r = randn(gen, *y.shape)
+    (y * r).sum().backward()
+    for k, v in model.state_dict().items():
+        save(f"{name}/params/{k}", v)
+    for k, p in model.named_parameters():
+        save(f"{name}/grads/{k}", p.grad)
+    for f, a in {"x": x, "r": r, "y": y, "grad_x": x.grad}.items():
+        save(f"{name}/{f}", a)
+
+
 def main():
     sdpa_case("sdpa_plain", 31001, B=2, L=3, S=5, H=2, HKV=2, E=4, EV=3)
     sdpa_case("sdpa_causal_bool", 31002, B=2, L=5, S=5, H=2, HKV=2, E=4, EV=3, mask_kind="padding",
@@ -114,6 +173,9 @@ def main():
     sdpa_case("sdpa_additive_window", 31003, B=2, L=4, S=7, H=2, HKV=2, E=4, EV=3, mask_kind="additive",
               causal_offset=3, window=3)
     sdpa_case("sdpa_gqa", 31004, B=2, L=4, S=4, H=4, HKV=2, E=4, EV=3, mask_kind="heads", causal_offset=0)
+    module_case("rms_norm", 31101, RMSNorm(4), (2, 3, 4))
+    module_case("swiglu", 31102, SwiGLU(4, 6), (2, 3, 4))
+    module_case("gelu_mlp", 31103, GeluMLP(4, 6), (2, 3, 4))
 
 
 if __name__ == "__main__":

@@ -5,16 +5,20 @@
 // padding mask and a scale; a sliding window after a key/value cache with an
 // additive mask; grouped key/value heads with a per-head bool mask. Dropout
 // against plain loops with the mask nn::dropout draws, and central finite
-// differences of those loops.
+// differences of those loops. nn::rms_norm, nn::swiglu and nn::gelu_mlp
+// against PyTorch float64 modules (output, input and parameter gradients),
+// and rms_norm over an inner dim against plain loops.
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
+#include <dimsum/io/npy_dir.hpp>
 
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -213,4 +217,120 @@ TEST_CASE("scaled_dot_product_attention with dropout equals plain loops with nn:
   fd(c.q, gradient(q));
   fd(c.k, gradient(k));
   fd(c.v, gradient(v));
+}
+
+// --- modules: rms_norm, swiglu, gelu_mlp ---
+
+namespace {
+
+DIMSUM_DIM(posn);
+DIMSUM_DIM(d_model);
+DIMSUM_DIM(d_ff);
+
+using xm_t = tensor<double, batch, posn, d_model>;
+
+/// Elements of m's gradients that differ from the values of `want` (a
+/// module of the same type holding PyTorch's gradients) by more than tol,
+/// and the number of elements compared.
+template <class M>
+std::pair<std::size_t, std::size_t> grad_mismatches(const M& m, const M& want, double tol) {
+  std::vector<std::vector<double>> wants;
+  nn::for_each_parameter(want, [&](const std::string&, const auto& p) {
+    wants.emplace_back(p.value.data(), p.value.data() + p.value.size());
+  });
+  std::size_t i = 0, bad = 0, n = 0;
+  nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
+    const auto& w = wants[i++];
+    REQUIRE(p.grad.size() == w.size());
+    for (std::size_t e = 0; e < w.size(); ++e, ++n)
+      if (!(std::abs(p.grad.data()[e] - w[e]) <= tol * (1 + std::abs(w[e])))) {
+        UNSCOPED_INFO(name << "[" << e << "]: got " << p.grad.data()[e] << ", want " << w[e]);
+        ++bad;
+      }
+  });
+  return {bad, n};
+}
+
+/// Module m (built by make) on the case's x: the tensor form's output, the
+/// tape form's output and the gradients of x and of every parameter equal
+/// PyTorch's; `count` is the number of parameter elements.
+template <class Make>
+void check_module(const std::string& name, Make make, std::size_t count) {
+  INFO(name);
+  const std::string dir = "transformer/" + name + "/";
+  auto m = make();
+  dimsum::load_npy_dir(golden::fixture(dir + "params"), m);  // strict: exactly the state dict's keys
+  const auto x0 = golden::load<xm_t>(dir + "x.npy");
+  const auto r = golden::load<xm_t>(dir + "r.npy");
+  golden::check(m(x0), dir + "y.npy", tol, tol);
+
+  grad::tape t;
+  auto x = t.watch(x0);
+  auto y = m(x);
+  static_assert(std::is_same_v<decltype(y), grad::var<double, batch, posn, d_model>>);
+  golden::check(y.value(), dir + "y.npy", tol, tol);
+  t.backward(sum<batch, posn, d_model>(y * r));
+  golden::check(gradient(x), dir + "grad_x.npy", tol, tol);
+  auto want = make();
+  dimsum::load_npy_dir(golden::fixture(dir + "grads"), want);
+  const auto [bad, n] = grad_mismatches(m, want, tol);
+  CHECK(bad == 0);
+  CHECK(n == count);
+}
+
+}  // namespace
+
+TEST_CASE("nn::rms_norm equals PyTorch's RMSNorm, forward and backward", "[nn][modules]") {
+  check_module("rms_norm", [] { return nn::rms_norm<double, d_model>(d_model{4}); }, 4);
+}
+
+TEST_CASE("nn::swiglu equals Llama's MLP in PyTorch, forward and backward", "[nn][modules]") {
+  check_module("swiglu", [] { return nn::swiglu<double, d_model, d_ff>(d_model{4}, d_ff{6}); }, 3 * 24);
+}
+
+TEST_CASE("nn::gelu_mlp equals GPT-2's MLP in PyTorch, forward and backward", "[nn][modules]") {
+  check_module("gelu_mlp", [] { return nn::gelu_mlp<double, d_model, d_ff>(d_model{4}, d_ff{6}); }, 2 * 24 + 6 + 4);
+}
+
+TEST_CASE("rms_norm over a dim other than the last, with a constant weight", "[nn][modules]") {
+  // Plain loops: y[b, d, p] = x[b, d, p] / sqrt(mean_d x[b, d, p]^2 + eps) * w[d].
+  tensor<double, batch, d_model, posn> x(batch{2}, d_model{3}, posn{2});
+  tensor<double, d_model> w(d_model{3});
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = std::sin(1.0 + double(i));
+  for (std::size_t d = 0; d < 3; ++d) w(d_model{d}) = 0.5 + double(d);
+  const double eps = 1e-5;
+  auto want = [&](const auto& xs, std::size_t b, std::size_t d, std::size_t p) {
+    double ms = 0;
+    for (std::size_t e = 0; e < 3; ++e) ms += xs(batch{b}, d_model{e}, posn{p}) * xs(batch{b}, d_model{e}, posn{p});
+    return xs(batch{b}, d_model{d}, posn{p}) / std::sqrt(ms / 3 + eps) * w(d_model{d});
+  };
+  const auto y = rms_norm<d_model>(x, w, eps);
+  grad::tape t;
+  auto xv = t.watch(x);
+  auto yv = rms_norm<d_model>(xv, w, eps);
+  t.backward(sum<batch, d_model, posn>(yv * yv));
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t d = 0; d < 3; ++d)
+      for (std::size_t p = 0; p < 2; ++p) {
+        CHECK(y(batch{b}, d_model{d}, posn{p}) == Approx(want(x, b, d, p)).margin(1e-14));
+        CHECK(yv.value()(batch{b}, d_model{d}, posn{p}) == Approx(want(x, b, d, p)).margin(1e-14));
+      }
+  // central differences of sum(y^2) by the loops
+  auto loss = [&](const auto& xs) {
+    double s = 0;
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t d = 0; d < 3; ++d)
+        for (std::size_t p = 0; p < 2; ++p) s += want(xs, b, d, p) * want(xs, b, d, p);
+    return s;
+  };
+  auto xs = x;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double x0 = xs.data()[i], h = 1e-6;
+    xs.data()[i] = x0 + h;
+    const double up = loss(xs);
+    xs.data()[i] = x0 - h;
+    const double down = loss(xs);
+    xs.data()[i] = x0;
+    CHECK(gradient(xv).data()[i] == Approx((up - down) / (2 * h)).margin(1e-7));
+  }
 }
