@@ -14,7 +14,10 @@
 #include <dimsum/nn/init.hpp>
 #include <dimsum/nn/layer_norm.hpp>
 #include <dimsum/nn/linear.hpp>
+#include <dimsum/nn/mlp.hpp>
 #include <dimsum/nn/module.hpp>
 #include <dimsum/nn/positional_encoding.hpp>
 #include <dimsum/nn/seeds/old_names.hpp>
+#include <dimsum/nn/rms_norm.hpp>
+#include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/ops/arange.hpp>

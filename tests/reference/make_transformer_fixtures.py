@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""PyTorch float64 fixtures for dimsum's attention and transformer building
+blocks (tests/unit/nn_transformer.cpp).
+
+Every reference is written with plain PyTorch ops (torch 1.13 has no
+F.scaled_dot_product_attention), in float64, with inputs drawn from seeded
+generators, and the loss of each case is ``sum(out * r)`` for a fixed random
+``r``. Files are written under ``fixtures/transformer/<case>/`` in the dim
+order the C++ test names (given below for each case).
+
+scaled_dot_product_attention cases, q (batch, q_posn, heads, d_head), k
+(batch, k_posn, kv, d_head), v (batch, k_posn, kv, d_value), out (batch,
+q_posn, heads, d_value):
+
+- ``sdpa_plain``: 3 queries over 5 keys, 2 heads, no mask, default scale.
+- ``sdpa_causal_bool``: 5 over 5, causal, a (batch, k_posn) bool padding mask
+  (batch 1 hides its last key), scale 0.3.
+- ``sdpa_additive_window``: 4 queries after a cache of 3 (7 keys), sliding
+  window 3 with offset 3, an additive (q_posn, k_posn) float mask.
+- ``sdpa_gqa``: 4 query heads over 2 key/value heads (repeat_interleave),
+  causal, a (heads, q_posn, k_posn) bool mask that keeps the diagonal.
+
+Files: ``q``, ``k``, ``v``, ``mask`` (when there is one), ``r``, ``out``,
+``grad_q``, ``grad_k``, ``grad_v``.
+
+Module cases, x (batch 2, posn 3, d_model 4), every parameter drawn from a
+seeded normal distribution, files ``params/<state-dict key>``,
+``grads/<state-dict key>``, ``x``, ``r``, ``y``, ``grad_x``:
+
+- ``rms_norm``: ``x * rsqrt(mean(x^2, -1) + 1e-6) * weight``.
+- ``swiglu``: ``down_proj(silu(gate_proj(x)) * up_proj(x))``, bias-free
+  Linears 4 -> 6 -> 4.
+- ``gelu_mlp``: ``c_proj(gelu(c_fc(x)))``, Linears with bias 4 -> 6 -> 4,
+  the exact (erf) GELU.
+
+Run with Debian's interpreter, which has torch:
+
+    /usr/bin/python3 tests/reference/make_transformer_fixtures.py [OUTPUT_DIR]
+
+The output is deterministic. The C++ tests never need PyTorch.
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+torch.use_deterministic_algorithms(True)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(HERE, "fixtures", "transformer")
+
+
+def save(path, a):
+    a = a.detach().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+    full = os.path.join(OUT, path + ".npy")
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    np.save(full, np.array(a, order="C"), allow_pickle=False)
+
+
+def randn(gen, *shape):
+    return torch.randn(shape, generator=gen, dtype=torch.float64)
+
+
+def attention(q, k, v, mask=None, causal_offset=None, window=None, scale=None):
+    """Scaled dot-product attention of q (..., L, E), k (..., S, E), v (...,
+    S, Ev) in plain ops: scores q @ k^T * scale, -inf where the causal or
+    window rule hides a key (key j visible from query i when j <= i + offset
+    and, with a window w, i + offset - j < w), then a bool mask (-inf where
+    false) or an additive mask, softmax over keys, @ v."""
+    L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
+    s = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(E) if scale is None else scale)
+    if causal_offset is not None:
+        i = torch.arange(L).unsqueeze(1) + causal_offset
+        j = torch.arange(S).unsqueeze(0)
+        keep = j <= i
+        if window is not None:
+            keep = keep & (i - j < window)
+        s = s.masked_fill(~keep, float("-inf"))
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    return torch.softmax(s, -1) @ v
+
+
+def sdpa_case(name, seed, B, L, S, H, HKV, E, EV, mask_kind=None, causal_offset=None, window=None, scale=None):
+    gen = torch.Generator().manual_seed(seed)
+    # the test's layouts: (batch, posn, heads, d)
+    q = randn(gen, B, L, H, E).requires_grad_(True)
+    k = randn(gen, B, S, HKV, E).requires_grad_(True)
+    v = randn(gen, B, S, HKV, EV).requires_grad_(True)
+    qt, kt, vt = q.permute(0, 2, 1, 3), k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
+    if H != HKV:
+        kt = kt.repeat_interleave(H // HKV, dim=1)
+        vt = vt.repeat_interleave(H // HKV, dim=1)
+    mask, torch_mask = None, None
+    if mask_kind == "padding":  # (batch, k_posn): batch 1 hides its last key
+        mask = torch.ones(B, S, dtype=torch.bool)
+        mask[1, S - 1] = False
+        torch_mask = mask[:, None, None, :]
+    elif mask_kind == "additive":  # (q_posn, k_posn)
+        mask = randn(gen, L, S)
+        torch_mask = mask
+    elif mask_kind == "heads":  # (heads, q_posn, k_posn), the diagonal kept
+        mask = torch.rand((H, L, S), generator=gen) < 0.6
+        mask |= torch.eye(L, S, dtype=torch.bool)
+        torch_mask = mask[None]
+    out = attention(qt, kt, vt, torch_mask, causal_offset, window, scale).permute(0, 2, 1, 3)
+    r = randn(gen, *out.shape)
+    (out * r).sum().backward()
+    files = {"q": q, "k": k, "v": v, "r": r, "out": out, "grad_q": q.grad, "grad_k": k.grad, "grad_v": v.grad}
+    if mask is not None:
+        files["mask"] = mask
+    for f, a in files.items():
+        save(f"{name}/{f}", a)
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(d, dtype=torch.float64))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class SwiGLU(torch.nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(d, hidden, bias=False)
+        self.up_proj = torch.nn.Linear(d, hidden, bias=False)
+        self.down_proj = torch.nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GeluMLP(torch.nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.c_fc = torch.nn.Linear(d, hidden)
+        self.c_proj = torch.nn.Linear(hidden, d)
+
+    def forward(self, x):
+        return self.c_proj(torch.nn.functional.gelu(self.c_fc(x)))
+
+
+def module_case(name, seed, model, x_shape):
+    gen = torch.Generator().manual_seed(seed)
+    model = model.double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(randn(gen, *p.shape))
+    x = randn(gen, *x_shape).requires_grad_(True)
+    y = model(x)
+    r = randn(gen, *y.shape)
+    (y * r).sum().backward()
+    for k, v in model.state_dict().items():
+        save(f"{name}/params/{k}", v)
+    for k, p in model.named_parameters():
+        save(f"{name}/grads/{k}", p.grad)
+    for f, a in {"x": x, "r": r, "y": y, "grad_x": x.grad}.items():
+        save(f"{name}/{f}", a)
+
+
+def main():
+    sdpa_case("sdpa_plain", 31001, B=2, L=3, S=5, H=2, HKV=2, E=4, EV=3)
+    sdpa_case("sdpa_causal_bool", 31002, B=2, L=5, S=5, H=2, HKV=2, E=4, EV=3, mask_kind="padding",
+              causal_offset=0, scale=0.3)
+    sdpa_case("sdpa_additive_window", 31003, B=2, L=4, S=7, H=2, HKV=2, E=4, EV=3, mask_kind="additive",
+              causal_offset=3, window=3)
+    sdpa_case("sdpa_gqa", 31004, B=2, L=4, S=4, H=4, HKV=2, E=4, EV=3, mask_kind="heads", causal_offset=0)
+    module_case("rms_norm", 31101, RMSNorm(4), (2, 3, 4))
+    module_case("swiglu", 31102, SwiGLU(4, 6), (2, 3, 4))
+    module_case("gelu_mlp", 31103, GeluMLP(4, 6), (2, 3, 4))
+
+
+if __name__ == "__main__":
+    main()
