@@ -2,7 +2,9 @@
 // infinities, subnormals, overflow) against hand-computed bit patterns and
 // against PyTorch's rounding (tests/reference/make_bf16_fixtures.py);
 // arithmetic through float; printing; tensors of bf16 with their xtensor
-// storage; .safetensors BF16 and .npy (written as float32) files.
+// storage; .safetensors BF16 and .npy (written as float32) files; einsum
+// and element-wise operations on bf16 (float32 sums, one rounding), with a
+// stated result type (einsum<float>, cast) against float64 loops.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -15,6 +17,7 @@
 
 #include <dimsum/core/bf16.hpp>
 #include <dimsum/io/npy.hpp>
+#include <dimsum/ops/einsum.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/io/safetensors.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -25,6 +28,8 @@ namespace {
 DIMSUM_DIM(batch);
 DIMSUM_DIM(posn);
 DIMSUM_DIM(d_model, 3);
+DIMSUM_DIM(d_in);
+DIMSUM_DIM(d_out);
 
 using dimsum::bf16;
 
@@ -212,4 +217,89 @@ TEST_CASE("bf16: save_npy writes float32 (exact), load_npy rounds float32 to bf1
   const auto r = dimsum::load_npy<dimsum::tensor<bf16, posn>>((dir / "g.npy").string());
   CHECK(r.data()[0].bits() == 0x3f80);
   CHECK(r.data()[1].bits() == 0x3f82);
+}
+
+namespace {
+// x (posn, d_in) and w (d_in, d_out) of bf16 values, and the float64 sums
+// x w with sum |x w| per output element (the error bound's scale).
+struct product_case {
+  dimsum::tensor<bf16, posn, d_in> x;
+  dimsum::tensor<bf16, d_in, d_out> w;
+  std::vector<double> want, scale;
+  product_case(std::size_t p, std::size_t k, std::size_t n)
+      : x(dimsum::tensor<bf16, posn, d_in>::random_normal(11, posn{p}, d_in{k})),
+        w(dimsum::tensor<bf16, d_in, d_out>::random_normal(12, d_in{k}, d_out{n})),
+        want(p * n),
+        scale(p * n) {
+    for (std::size_t i = 0; i < p; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t q = 0; q < k; ++q) {
+          const double v = double(static_cast<float>(x.data()[i * k + q])) * double(static_cast<float>(w.data()[q * n + j]));
+          want[i * n + j] += v;
+          scale[i * n + j] += std::abs(v);
+        }
+  }
+  // Float32 sums of k terms: within (k + 2) 2^-24 sum |x w|; rounded to
+  // bf16 besides: plus 2^-8 |sum| (half an ulp of 8 significant bits, and
+  // a margin for the float error).
+  template <class T>
+  bool close(const T* got, std::size_t k, bool rounded_to_bf16) const {
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      double tol = double(k + 2) * std::ldexp(1.0, -24) * scale[i];
+      if (rounded_to_bf16) tol += std::ldexp(1.0, -8) * std::abs(want[i]) + tol;
+      if (std::abs(double(static_cast<float>(got[i])) - want[i]) > tol) return false;
+    }
+    return true;
+  }
+};
+}  // namespace
+
+TEST_CASE("bf16: einsum of bf16 sums in float32 and rounds once to bf16", "[bf16][einsum]") {
+  const product_case c(7, 300, 9);
+  const dimsum::tensor<bf16, posn, d_out> y = dimsum::einsum<"posn d_in, d_in d_out -> posn d_out">(c.x, c.w);
+  CHECK(c.close(y.data(), 300, true));
+  // Summed in bf16 the 300 terms would be off by far more than the bound.
+  const dimsum::tensor<bf16, d_out, posn> t = dimsum::einsum<d_out, posn>(c.x, c.w);
+  for (std::size_t i = 0; i < 7; ++i)
+    for (std::size_t j = 0; j < 9; ++j) CHECK(t.data()[j * 7 + i].bits() == y.data()[i * 9 + j].bits());
+}
+
+TEST_CASE("bf16: einsum<float> of bf16 operands returns the float32 sums", "[bf16][einsum]") {
+  const product_case c(5, 260, 11);
+  const dimsum::tensor<float, posn, d_out> y = dimsum::einsum<"posn d_in, d_in d_out -> posn d_out", float>(c.x, c.w);
+  CHECK(c.close(y.data(), 260, false));
+  const dimsum::tensor<float, posn, d_out> z = dimsum::einsum<float, posn, d_out>(c.x, c.w);
+  CHECK(std::equal(y.data(), y.data() + y.size(), z.data()));
+  // Three operands (no GEMM): the same bound, with the third operand all ones.
+  const auto ones = dimsum::tensor<bf16, d_out>::ones(d_out{11});
+  const dimsum::tensor<float, posn> r = dimsum::einsum<float, posn>(c.x, c.w, ones);
+  for (std::size_t i = 0; i < 5; ++i) {
+    double want = 0, scale = 0;
+    for (std::size_t j = 0; j < 11; ++j) want += c.want[i * 11 + j], scale += c.scale[i * 11 + j];
+    CHECK(std::abs(double(r.data()[i]) - want) <= double(260 * 11 + 4) * std::ldexp(1.0, -24) * scale);
+  }
+}
+
+TEST_CASE("bf16: einsum<float> of bf16 and float operands, and einsum<bf16> of floats", "[bf16][einsum]") {
+  const product_case c(4, 50, 6);
+  const dimsum::tensor<float, d_in, d_out> wf = dimsum::cast<float>(c.w);
+  const dimsum::tensor<float, posn, d_out> y = dimsum::einsum<"posn d_in, d_in d_out -> posn d_out", float>(c.x, wf);
+  CHECK(c.close(y.data(), 50, false));
+  const dimsum::tensor<float, posn, d_in> xf = dimsum::cast<float>(c.x);
+  const dimsum::tensor<bf16, posn, d_out> b = dimsum::einsum<bf16, posn, d_out>(xf, wf);
+  CHECK(c.close(b.data(), 50, true));
+}
+
+TEST_CASE("bf16: element-wise operations compute in float and round once", "[bf16][elementwise]") {
+  using t_t = dimsum::tensor<bf16, posn, d_model>;
+  const auto a = t_t::random_normal(3, posn{4}), b = t_t::random_normal(4, posn{4});
+  const t_t sum = a + b, scaled = a * 0.5, prod = a * b;
+  const dimsum::tensor<float, posn, d_model> mixed = dimsum::cast<float>(a) + dimsum::tensor<float, posn, d_model>::ones(posn{4});
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = static_cast<float>(a.data()[i]), y = static_cast<float>(b.data()[i]);
+    CHECK(sum.data()[i].bits() == bf16(float(x + y)).bits());  // x + y is exact in double
+    CHECK(static_cast<float>(scaled.data()[i]) == float(x / 2));
+    CHECK(prod.data()[i].bits() == bf16(float(x * y)).bits());  // x * y: 16 bits, exact in float
+    CHECK(mixed.data()[i] == float(x + 1));
+  }
 }
