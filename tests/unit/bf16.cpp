@@ -4,7 +4,8 @@
 // arithmetic through float; printing; tensors of bf16 with their xtensor
 // storage; .safetensors BF16 and .npy (written as float32) files; einsum
 // and element-wise operations on bf16 (float32 sums, one rounding), with a
-// stated result type (einsum<float>, cast) against float64 loops.
+// stated result type (einsum<float>, cast) against float64 loops; softmax,
+// reductions and layer norm of bf16 computed in float32 and rounded once.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -18,6 +19,9 @@
 #include <dimsum/core/bf16.hpp>
 #include <dimsum/io/npy.hpp>
 #include <dimsum/ops/einsum.hpp>
+#include <dimsum/ops/layer_norm.hpp>
+#include <dimsum/ops/reduce.hpp>
+#include <dimsum/ops/softmax.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/io/safetensors.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -301,5 +305,68 @@ TEST_CASE("bf16: element-wise operations compute in float and round once", "[bf1
     CHECK(static_cast<float>(scaled.data()[i]) == float(x / 2));
     CHECK(prod.data()[i].bits() == bf16(float(x * y)).bits());  // x * y: 16 bits, exact in float
     CHECK(mixed.data()[i] == float(x + 1));
+  }
+}
+
+TEST_CASE("bf16: softmax sums in float32 and rounds each value once", "[bf16][softmax]") {
+  // 1000 equal values: each is 1/1000. A bf16 running sum would stall at
+  // 256 (256 + 1 rounds to 256) and give 1/256.
+  const auto flat = dimsum::tensor<bf16, posn, d_in>::full(bf16(0.5f), posn{2}, d_in{1000});
+  const dimsum::tensor<bf16, posn, d_in> p = dimsum::softmax<d_in>(flat);        // contiguous rows
+  const dimsum::tensor<bf16, d_in, posn> q = dimsum::softmax<d_in>(dimsum::tensor<bf16, d_in, posn>(flat));  // strided
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    CHECK(p.data()[i].bits() == bf16(0.001f).bits());
+    CHECK(q.data()[i].bits() == bf16(0.001f).bits());
+  }
+  // Random rows against float64: within half a bf16 ulp plus float32's error.
+  const auto x = dimsum::tensor<bf16, posn, d_in>::random_normal(5, posn{3}, d_in{37});
+  const dimsum::tensor<bf16, posn, d_in> y = dimsum::softmax<d_in>(x * 3.0f);
+  for (std::size_t r = 0; r < 3; ++r) {
+    double m = -1e300, sum = 0;
+    for (std::size_t j = 0; j < 37; ++j) m = std::max(m, 3.0 * static_cast<float>(x.data()[r * 37 + j]));
+    for (std::size_t j = 0; j < 37; ++j) sum += std::exp(double(static_cast<float>(bf16(3.0f * static_cast<float>(x.data()[r * 37 + j])))) - m);
+    for (std::size_t j = 0; j < 37; ++j) {
+      const double want = std::exp(double(static_cast<float>(bf16(3.0f * static_cast<float>(x.data()[r * 37 + j])))) - m) / sum;
+      CHECK(std::abs(double(static_cast<float>(y.data()[r * 37 + j])) - want) <= (std::ldexp(1.0, -8) + 1e-5) * want);
+    }
+  }
+}
+
+TEST_CASE("bf16: sum, mean and max reduce in float32 and round once", "[bf16][reduce]") {
+  // 1 + 256 * 2^-8 = 2 in float; a bf16 running sum stays at 1.
+  auto t = dimsum::tensor<bf16, d_in>::full(bf16(std::ldexp(1.0f, -8)), d_in{257});
+  t.data()[0] = bf16(1.0f);
+  const dimsum::tensor<bf16> s = dimsum::sum<d_in>(t);
+  CHECK(s.data()[0].bits() == 0x4000);
+  const auto x = dimsum::tensor<bf16, posn, d_in>::random_normal(6, posn{4}, d_in{300});
+  const dimsum::tensor<bf16, posn> total = dimsum::sum<d_in>(x), avg = dimsum::mean<d_in>(x), top = dimsum::max<d_in>(x);
+  for (std::size_t r = 0; r < 4; ++r) {
+    double want = 0, scale = 0, m = -1e300;
+    for (std::size_t j = 0; j < 300; ++j) {
+      const double v = static_cast<float>(x.data()[r * 300 + j]);
+      want += v, scale += std::abs(v), m = std::max(m, v);
+    }
+    const double tol = 302 * std::ldexp(1.0, -24) * scale;
+    CHECK(std::abs(double(static_cast<float>(total.data()[r])) - want) <= std::ldexp(1.0, -8) * std::abs(want) + 2 * tol);
+    CHECK(std::abs(double(static_cast<float>(avg.data()[r])) - want / 300) <= std::ldexp(1.0, -8) * std::abs(want / 300) + 2 * tol / 300);
+    CHECK(double(static_cast<float>(top.data()[r])) == m);
+  }
+}
+
+TEST_CASE("bf16: layer_norm normalises in float32 and rounds once", "[bf16][layer_norm]") {
+  using x_t = dimsum::tensor<bf16, posn, d_in>;
+  const auto x = x_t::random_normal(8, posn{3}, d_in{64});
+  const auto w = dimsum::tensor<bf16, d_in>::random_normal(9, d_in{64});
+  const auto b = dimsum::tensor<bf16, d_in>::random_normal(10, d_in{64});
+  const x_t y = dimsum::layer_norm<d_in>(x, w, b);
+  for (std::size_t r = 0; r < 3; ++r) {
+    double mu = 0, var = 0;
+    for (std::size_t j = 0; j < 64; ++j) mu += static_cast<float>(x.data()[r * 64 + j]) / 64.0;
+    for (std::size_t j = 0; j < 64; ++j) var += std::pow(static_cast<float>(x.data()[r * 64 + j]) - mu, 2) / 64.0;
+    for (std::size_t j = 0; j < 64; ++j) {
+      const double want = (static_cast<float>(x.data()[r * 64 + j]) - mu) / std::sqrt(var + 1e-5) *
+                              double(static_cast<float>(w.data()[j])) + double(static_cast<float>(b.data()[j]));
+      CHECK(std::abs(double(static_cast<float>(y.data()[r * 64 + j])) - want) <= std::ldexp(1.0, -8) * std::abs(want) + 1e-5);
+    }
   }
 }
