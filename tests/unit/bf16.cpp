@@ -5,7 +5,8 @@
 // storage; .safetensors BF16 and .npy (written as float32) files; einsum
 // and element-wise operations on bf16 (float32 sums, one rounding), with a
 // stated result type (einsum<float>, cast) against float64 loops; softmax,
-// reductions and layer norm of bf16 computed in float32 and rounded once.
+// reductions and layer norm of bf16 computed in float32 and rounded once;
+// attention written as contractions on bf16 tensors.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -34,6 +35,9 @@ DIMSUM_DIM(posn);
 DIMSUM_DIM(d_model, 3);
 DIMSUM_DIM(d_in);
 DIMSUM_DIM(d_out);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head, 16);
 
 using dimsum::bf16;
 
@@ -367,6 +371,42 @@ TEST_CASE("bf16: layer_norm normalises in float32 and rounds once", "[bf16][laye
       const double want = (static_cast<float>(x.data()[r * 64 + j]) - mu) / std::sqrt(var + 1e-5) *
                               double(static_cast<float>(w.data()[j])) + double(static_cast<float>(b.data()[j]));
       CHECK(std::abs(double(static_cast<float>(y.data()[r * 64 + j])) - want) <= std::ldexp(1.0, -8) * std::abs(want) + 1e-5);
+    }
+  }
+}
+
+TEST_CASE("bf16: attention as contractions on bf16 tensors", "[bf16][attention]") {
+  // z = softmax(q k^T / 4) v, each stage a bf16 result: scores rounded
+  // (2^-8 relative), scaled (exact: a power of two), softmax in float32 and
+  // rounded, z summed in float32 and rounded. Bound per output: the scores'
+  // rounding moves each probability by at most exp(2 * 2^-8 * max|s|) - 1
+  // relative (the row's shift and the element's own), the probabilities'
+  // rounding by 2^-8, the final rounding 2^-8 |z|.
+  const auto q = dimsum::tensor<bf16, q_posn, d_head>::random_normal(21, q_posn{5});
+  const auto k = dimsum::tensor<bf16, k_posn, d_head>::random_normal(22, k_posn{7});
+  const auto v = dimsum::tensor<bf16, k_posn, d_head>::random_normal(23, k_posn{7});
+  const dimsum::tensor<bf16, q_posn, d_head> z = dimsum::einsum<"q_posn k_posn, k_posn d_head -> q_posn d_head">(
+      dimsum::softmax<k_posn>(dimsum::einsum<"q_posn d_head, k_posn d_head -> q_posn k_posn">(q, k) * 0.25f), v);
+  const auto f = [](bf16 b) { return double(static_cast<float>(b)); };
+  for (std::size_t i = 0; i < 5; ++i) {
+    double s[7], m = -1e300, max_abs = 0, sum = 0;
+    for (std::size_t j = 0; j < 7; ++j) {
+      s[j] = 0;
+      for (std::size_t d = 0; d < 16; ++d) s[j] += f(q.data()[i * 16 + d]) * f(k.data()[j * 16 + d]) / 4;
+      m = std::max(m, s[j]);
+      max_abs = std::max(max_abs, std::abs(s[j]));
+    }
+    for (std::size_t j = 0; j < 7; ++j) sum += std::exp(s[j] - m);
+    const double p_rel = std::expm1(2 * std::ldexp(1.0, -8) * max_abs + 1e-5) + std::ldexp(1.0, -8) * 1.01;
+    for (std::size_t d = 0; d < 16; ++d) {
+      double want = 0, scale = 0;
+      for (std::size_t j = 0; j < 7; ++j) {
+        const double p = std::exp(s[j] - m) / sum;
+        want += p * f(v.data()[j * 16 + d]);
+        scale += p * std::abs(f(v.data()[j * 16 + d]));
+      }
+      const double tol = p_rel * (1 + p_rel) * scale + std::ldexp(1.0, -8) * (std::abs(want) + p_rel * scale) + 16 * std::ldexp(1.0, -24) * scale;
+      CHECK(std::abs(f(z.data()[i * 16 + d]) - want) <= tol);
     }
   }
 }
