@@ -2,7 +2,11 @@
 // infinities, subnormals, overflow) against hand-computed bit patterns and
 // against PyTorch's rounding (tests/reference/make_bf16_fixtures.py);
 // arithmetic through float; printing; tensors of bf16 with their xtensor
-// storage; .safetensors BF16 and .npy (written as float32) files.
+// storage; .safetensors BF16 and .npy (written as float32) files; einsum
+// and element-wise operations on bf16 (float32 sums, one rounding), with a
+// stated result type (einsum<float>, cast) against float64 loops; softmax,
+// reductions and layer norm of bf16 computed in float32 and rounded once;
+// attention written as contractions on bf16 tensors.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -15,6 +19,10 @@
 
 #include <dimsum/core/bf16.hpp>
 #include <dimsum/io/npy.hpp>
+#include <dimsum/ops/einsum.hpp>
+#include <dimsum/ops/layer_norm.hpp>
+#include <dimsum/ops/reduce.hpp>
+#include <dimsum/ops/softmax.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/io/safetensors.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -25,6 +33,11 @@ namespace {
 DIMSUM_DIM(batch);
 DIMSUM_DIM(posn);
 DIMSUM_DIM(d_model, 3);
+DIMSUM_DIM(d_in);
+DIMSUM_DIM(d_out);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head, 16);
 
 using dimsum::bf16;
 
@@ -212,4 +225,188 @@ TEST_CASE("bf16: save_npy writes float32 (exact), load_npy rounds float32 to bf1
   const auto r = dimsum::load_npy<dimsum::tensor<bf16, posn>>((dir / "g.npy").string());
   CHECK(r.data()[0].bits() == 0x3f80);
   CHECK(r.data()[1].bits() == 0x3f82);
+}
+
+namespace {
+// x (posn, d_in) and w (d_in, d_out) of bf16 values, and the float64 sums
+// x w with sum |x w| per output element (the error bound's scale).
+struct product_case {
+  dimsum::tensor<bf16, posn, d_in> x;
+  dimsum::tensor<bf16, d_in, d_out> w;
+  std::vector<double> want, scale;
+  product_case(std::size_t p, std::size_t k, std::size_t n)
+      : x(dimsum::tensor<bf16, posn, d_in>::random_normal(11, posn{p}, d_in{k})),
+        w(dimsum::tensor<bf16, d_in, d_out>::random_normal(12, d_in{k}, d_out{n})),
+        want(p * n),
+        scale(p * n) {
+    for (std::size_t i = 0; i < p; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t q = 0; q < k; ++q) {
+          const double v = double(static_cast<float>(x.data()[i * k + q])) * double(static_cast<float>(w.data()[q * n + j]));
+          want[i * n + j] += v;
+          scale[i * n + j] += std::abs(v);
+        }
+  }
+  // Float32 sums of k terms: within (k + 2) 2^-24 sum |x w|; rounded to
+  // bf16 besides: plus 2^-8 |sum| (half an ulp of 8 significant bits, and
+  // a margin for the float error).
+  template <class T>
+  bool close(const T* got, std::size_t k, bool rounded_to_bf16) const {
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      double tol = double(k + 2) * std::ldexp(1.0, -24) * scale[i];
+      if (rounded_to_bf16) tol += std::ldexp(1.0, -8) * std::abs(want[i]) + tol;
+      if (std::abs(double(static_cast<float>(got[i])) - want[i]) > tol) return false;
+    }
+    return true;
+  }
+};
+}  // namespace
+
+TEST_CASE("bf16: einsum of bf16 sums in float32 and rounds once to bf16", "[bf16][einsum]") {
+  const product_case c(7, 300, 9);
+  const dimsum::tensor<bf16, posn, d_out> y = dimsum::einsum<"posn d_in, d_in d_out -> posn d_out">(c.x, c.w);
+  CHECK(c.close(y.data(), 300, true));
+  // Summed in bf16 the 300 terms would be off by far more than the bound.
+  const dimsum::tensor<bf16, d_out, posn> t = dimsum::einsum<d_out, posn>(c.x, c.w);
+  for (std::size_t i = 0; i < 7; ++i)
+    for (std::size_t j = 0; j < 9; ++j) CHECK(t.data()[j * 7 + i].bits() == y.data()[i * 9 + j].bits());
+}
+
+TEST_CASE("bf16: einsum<float> of bf16 operands returns the float32 sums", "[bf16][einsum]") {
+  const product_case c(5, 260, 11);
+  const dimsum::tensor<float, posn, d_out> y = dimsum::einsum<"posn d_in, d_in d_out -> posn d_out", float>(c.x, c.w);
+  CHECK(c.close(y.data(), 260, false));
+  const dimsum::tensor<float, posn, d_out> z = dimsum::einsum<float, posn, d_out>(c.x, c.w);
+  CHECK(std::equal(y.data(), y.data() + y.size(), z.data()));
+  // Three operands (no GEMM): the same bound, with the third operand all ones.
+  const auto ones = dimsum::tensor<bf16, d_out>::ones(d_out{11});
+  const dimsum::tensor<float, posn> r = dimsum::einsum<float, posn>(c.x, c.w, ones);
+  for (std::size_t i = 0; i < 5; ++i) {
+    double want = 0, scale = 0;
+    for (std::size_t j = 0; j < 11; ++j) want += c.want[i * 11 + j], scale += c.scale[i * 11 + j];
+    CHECK(std::abs(double(r.data()[i]) - want) <= double(260 * 11 + 4) * std::ldexp(1.0, -24) * scale);
+  }
+}
+
+TEST_CASE("bf16: einsum<float> of bf16 and float operands, and einsum<bf16> of floats", "[bf16][einsum]") {
+  const product_case c(4, 50, 6);
+  const dimsum::tensor<float, d_in, d_out> wf = dimsum::cast<float>(c.w);
+  const dimsum::tensor<float, posn, d_out> y = dimsum::einsum<"posn d_in, d_in d_out -> posn d_out", float>(c.x, wf);
+  CHECK(c.close(y.data(), 50, false));
+  const dimsum::tensor<float, posn, d_in> xf = dimsum::cast<float>(c.x);
+  const dimsum::tensor<bf16, posn, d_out> b = dimsum::einsum<bf16, posn, d_out>(xf, wf);
+  CHECK(c.close(b.data(), 50, true));
+}
+
+TEST_CASE("bf16: element-wise operations compute in float and round once", "[bf16][elementwise]") {
+  using t_t = dimsum::tensor<bf16, posn, d_model>;
+  const auto a = t_t::random_normal(3, posn{4}), b = t_t::random_normal(4, posn{4});
+  const t_t sum = a + b, scaled = a * 0.5, prod = a * b;
+  const dimsum::tensor<float, posn, d_model> mixed = dimsum::cast<float>(a) + dimsum::tensor<float, posn, d_model>::ones(posn{4});
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = static_cast<float>(a.data()[i]), y = static_cast<float>(b.data()[i]);
+    CHECK(sum.data()[i].bits() == bf16(float(x + y)).bits());  // x + y is exact in double
+    CHECK(static_cast<float>(scaled.data()[i]) == float(x / 2));
+    CHECK(prod.data()[i].bits() == bf16(float(x * y)).bits());  // x * y: 16 bits, exact in float
+    CHECK(mixed.data()[i] == float(x + 1));
+  }
+}
+
+TEST_CASE("bf16: softmax sums in float32 and rounds each value once", "[bf16][softmax]") {
+  // 1000 equal values: each is 1/1000. A bf16 running sum would stall at
+  // 256 (256 + 1 rounds to 256) and give 1/256.
+  const auto flat = dimsum::tensor<bf16, posn, d_in>::full(bf16(0.5f), posn{2}, d_in{1000});
+  const dimsum::tensor<bf16, posn, d_in> p = dimsum::softmax<d_in>(flat);        // contiguous rows
+  const dimsum::tensor<bf16, d_in, posn> q = dimsum::softmax<d_in>(dimsum::tensor<bf16, d_in, posn>(flat));  // strided
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    CHECK(p.data()[i].bits() == bf16(0.001f).bits());
+    CHECK(q.data()[i].bits() == bf16(0.001f).bits());
+  }
+  // Random rows against float64: within half a bf16 ulp plus float32's error.
+  const auto x = dimsum::tensor<bf16, posn, d_in>::random_normal(5, posn{3}, d_in{37});
+  const dimsum::tensor<bf16, posn, d_in> y = dimsum::softmax<d_in>(x * 3.0f);
+  for (std::size_t r = 0; r < 3; ++r) {
+    double m = -1e300, sum = 0;
+    for (std::size_t j = 0; j < 37; ++j) m = std::max(m, 3.0 * static_cast<float>(x.data()[r * 37 + j]));
+    for (std::size_t j = 0; j < 37; ++j) sum += std::exp(double(static_cast<float>(bf16(3.0f * static_cast<float>(x.data()[r * 37 + j])))) - m);
+    for (std::size_t j = 0; j < 37; ++j) {
+      const double want = std::exp(double(static_cast<float>(bf16(3.0f * static_cast<float>(x.data()[r * 37 + j])))) - m) / sum;
+      CHECK(std::abs(double(static_cast<float>(y.data()[r * 37 + j])) - want) <= (std::ldexp(1.0, -8) + 1e-5) * want);
+    }
+  }
+}
+
+TEST_CASE("bf16: sum, mean and max reduce in float32 and round once", "[bf16][reduce]") {
+  // 1 + 256 * 2^-8 = 2 in float; a bf16 running sum stays at 1.
+  auto t = dimsum::tensor<bf16, d_in>::full(bf16(std::ldexp(1.0f, -8)), d_in{257});
+  t.data()[0] = bf16(1.0f);
+  const dimsum::tensor<bf16> s = dimsum::sum<d_in>(t);
+  CHECK(s.data()[0].bits() == 0x4000);
+  const auto x = dimsum::tensor<bf16, posn, d_in>::random_normal(6, posn{4}, d_in{300});
+  const dimsum::tensor<bf16, posn> total = dimsum::sum<d_in>(x), avg = dimsum::mean<d_in>(x), top = dimsum::max<d_in>(x);
+  for (std::size_t r = 0; r < 4; ++r) {
+    double want = 0, scale = 0, m = -1e300;
+    for (std::size_t j = 0; j < 300; ++j) {
+      const double v = static_cast<float>(x.data()[r * 300 + j]);
+      want += v, scale += std::abs(v), m = std::max(m, v);
+    }
+    const double tol = 302 * std::ldexp(1.0, -24) * scale;
+    CHECK(std::abs(double(static_cast<float>(total.data()[r])) - want) <= std::ldexp(1.0, -8) * std::abs(want) + 2 * tol);
+    CHECK(std::abs(double(static_cast<float>(avg.data()[r])) - want / 300) <= std::ldexp(1.0, -8) * std::abs(want / 300) + 2 * tol / 300);
+    CHECK(double(static_cast<float>(top.data()[r])) == m);
+  }
+}
+
+TEST_CASE("bf16: layer_norm normalises in float32 and rounds once", "[bf16][layer_norm]") {
+  using x_t = dimsum::tensor<bf16, posn, d_in>;
+  const auto x = x_t::random_normal(8, posn{3}, d_in{64});
+  const auto w = dimsum::tensor<bf16, d_in>::random_normal(9, d_in{64});
+  const auto b = dimsum::tensor<bf16, d_in>::random_normal(10, d_in{64});
+  const x_t y = dimsum::layer_norm<d_in>(x, w, b);
+  for (std::size_t r = 0; r < 3; ++r) {
+    double mu = 0, var = 0;
+    for (std::size_t j = 0; j < 64; ++j) mu += static_cast<float>(x.data()[r * 64 + j]) / 64.0;
+    for (std::size_t j = 0; j < 64; ++j) var += std::pow(static_cast<float>(x.data()[r * 64 + j]) - mu, 2) / 64.0;
+    for (std::size_t j = 0; j < 64; ++j) {
+      const double want = (static_cast<float>(x.data()[r * 64 + j]) - mu) / std::sqrt(var + 1e-5) *
+                              double(static_cast<float>(w.data()[j])) + double(static_cast<float>(b.data()[j]));
+      CHECK(std::abs(double(static_cast<float>(y.data()[r * 64 + j])) - want) <= std::ldexp(1.0, -8) * std::abs(want) + 1e-5);
+    }
+  }
+}
+
+TEST_CASE("bf16: attention as contractions on bf16 tensors", "[bf16][attention]") {
+  // z = softmax(q k^T / 4) v, each stage a bf16 result: scores rounded
+  // (2^-8 relative), scaled (exact: a power of two), softmax in float32 and
+  // rounded, z summed in float32 and rounded. Bound per output: the scores'
+  // rounding moves each probability by at most exp(2 * 2^-8 * max|s|) - 1
+  // relative (the row's shift and the element's own), the probabilities'
+  // rounding by 2^-8, the final rounding 2^-8 |z|.
+  const auto q = dimsum::tensor<bf16, q_posn, d_head>::random_normal(21, q_posn{5});
+  const auto k = dimsum::tensor<bf16, k_posn, d_head>::random_normal(22, k_posn{7});
+  const auto v = dimsum::tensor<bf16, k_posn, d_head>::random_normal(23, k_posn{7});
+  const dimsum::tensor<bf16, q_posn, d_head> z = dimsum::einsum<"q_posn k_posn, k_posn d_head -> q_posn d_head">(
+      dimsum::softmax<k_posn>(dimsum::einsum<"q_posn d_head, k_posn d_head -> q_posn k_posn">(q, k) * 0.25f), v);
+  const auto f = [](bf16 b) { return double(static_cast<float>(b)); };
+  for (std::size_t i = 0; i < 5; ++i) {
+    double s[7], m = -1e300, max_abs = 0, sum = 0;
+    for (std::size_t j = 0; j < 7; ++j) {
+      s[j] = 0;
+      for (std::size_t d = 0; d < 16; ++d) s[j] += f(q.data()[i * 16 + d]) * f(k.data()[j * 16 + d]) / 4;
+      m = std::max(m, s[j]);
+      max_abs = std::max(max_abs, std::abs(s[j]));
+    }
+    for (std::size_t j = 0; j < 7; ++j) sum += std::exp(s[j] - m);
+    const double p_rel = std::expm1(2 * std::ldexp(1.0, -8) * max_abs + 1e-5) + std::ldexp(1.0, -8) * 1.01;
+    for (std::size_t d = 0; d < 16; ++d) {
+      double want = 0, scale = 0;
+      for (std::size_t j = 0; j < 7; ++j) {
+        const double p = std::exp(s[j] - m) / sum;
+        want += p * f(v.data()[j * 16 + d]);
+        scale += p * std::abs(f(v.data()[j * 16 + d]));
+      }
+      const double tol = p_rel * (1 + p_rel) * scale + std::ldexp(1.0, -8) * (std::abs(want) + p_rel * scale) + 16 * std::ldexp(1.0, -24) * scale;
+      CHECK(std::abs(f(z.data()[i * 16 + d]) - want) <= tol);
+    }
+  }
 }

@@ -159,7 +159,14 @@ struct einsum_output_names_a_dim_twice {
 template <class First, class Other>
 struct einsum_operands_have_different_value_types {
   static_assert(detail::always_false<First, Other>,
-                "dimsum: einsum operands must share a value type; convert one with dimsum::cast<T>(x)");
+                "dimsum: einsum operands must share a value type; state the result type "
+                "(einsum<float>(...), einsum<\"...\", float>(...)) or convert one with dimsum::cast<T>(x)");
+};
+template <class First, class Other>
+struct elementwise_operands_have_different_value_types {
+  static_assert(detail::always_false<First, Other>,
+                "dimsum: an element-wise operation mixes bf16 with another value type; state the type it "
+                "computes in by converting one side: dimsum::cast<float>(x) (or cast<dimsum::bf16>(y))");
 };
 template <class T>
 struct einsum_needs_at_least_one_operand {

@@ -18,6 +18,7 @@
 
 #include <type_traits>
 
+#include "dimsum/core/bf16.hpp"
 #include "dimsum/kernels/detail/odometer.hpp"
 #include "dimsum/kernels/simd.hpp"
 
@@ -147,7 +148,8 @@ bool reduce_sum_dense(reduce_op op, T* out, const std::ptrdiff_t* out_strides, s
 
 /// out[o] = reduce over the reduced axes of in[...]; the first n_out axes of
 /// `extents` are the output's, the rest are reduced. `in_strides` has one
-/// stride per axis.
+/// stride per axis. bf16 values are summed (and compared) in float32, and
+/// each result rounded once.
 template <class T>
 void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::size_t n_out,
                   const std::size_t* extents, std::size_t n_axes, const T* in, const std::ptrdiff_t* in_strides) {
@@ -162,10 +164,11 @@ void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::
     for (std::size_t l = 0; l < n_out; ++l) o += static_cast<std::ptrdiff_t>(idx[l]) * out_strides[l];
     // The identity of max and min: +-inf, or the type's extremes for
     // integers (whose infinity() is 0).
-    using limits = std::numeric_limits<T>;
-    T acc = op == reduce_op::max   ? (limits::has_infinity ? -limits::infinity() : limits::lowest())
+    using A = accumulator_t<T>;
+    using limits = std::numeric_limits<A>;
+    A acc = op == reduce_op::max   ? (limits::has_infinity ? -limits::infinity() : limits::lowest())
             : op == reduce_op::min ? (limits::has_infinity ? limits::infinity() : limits::max())
-                                   : T(0);
+                                   : A(0);
     if (count > 0) {  // otherwise the input is empty and `in` may be null
       const T* base = in;
       for (std::size_t l = 0; l < n_out; ++l) base += static_cast<std::ptrdiff_t>(idx[l]) * in_strides[l];
@@ -173,7 +176,7 @@ void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::
       while (true) {
         const T* p = base;
         for (std::size_t l = n_out; l < n_axes; ++l) p += static_cast<std::ptrdiff_t>(idx[l]) * in_strides[l];
-        const T v = *p;
+        const A v = static_cast<A>(*p);
         switch (op) {
           case reduce_op::sum:
           case reduce_op::mean: acc += v; break;
@@ -184,8 +187,8 @@ void reduce_loops(reduce_op op, T* out, const std::ptrdiff_t* out_strides, std::
         if (!detail::next_index(idx.data(), extents, n_out, n_axes)) break;
       }
     }
-    if (op == reduce_op::mean) acc /= static_cast<T>(count);
-    out[o] = acc;
+    if (op == reduce_op::mean) acc /= static_cast<A>(count);
+    out[o] = static_cast<T>(acc);
     if (!detail::next_index(idx.data(), extents, 0, n_out)) return;
   }
 }

@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "dimsum/core/bf16.hpp"
 #include "dimsum/kernels/detail/odometer.hpp"
 
 namespace dimsum::kernels {
@@ -80,6 +81,15 @@ void softmax_row(T* row, std::size_t n, std::ptrdiff_t stride) {
     s += v;
   }
   for (std::size_t i = 0; i < n; ++i) row[static_cast<std::ptrdiff_t>(i) * stride] /= s;
+}
+
+/// softmax_row of bf16 values: the row converted to float (exactly), its
+/// softmax in float32, each result rounded once to bf16.
+inline void softmax_row(bf16* row, std::size_t n, std::ptrdiff_t stride) {
+  std::vector<float> f(n);
+  for (std::size_t i = 0; i < n; ++i) f[i] = row[static_cast<std::ptrdiff_t>(i) * stride].to_float();
+  softmax_row(f.data(), n, 1);
+  for (std::size_t i = 0; i < n; ++i) row[static_cast<std::ptrdiff_t>(i) * stride] = bf16(f[i]);
 }
 
 /// Softmax along `axis` of a strided block, in place.

@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
+#include "dimsum/core/bf16.hpp"
 #include "dimsum/kernels/reference.hpp"
 #include "dimsum/kernels/simd.hpp"
 
@@ -124,12 +126,20 @@ void softmax_contiguous_on(T* row, std::size_t n) noexcept {
 }
 
 /// Softmax of n contiguous values in place: vectorised for float and double
-/// (`best_gemm_arch`), the reference loop otherwise.
+/// (`best_gemm_arch`) and for bf16 (converted to float, exactly, in a
+/// per-thread buffer; the softmax in float32; each value rounded once),
+/// the reference loop otherwise.
 template <class T>
 void softmax_contiguous(T* row, std::size_t n) noexcept {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     softmax_contiguous_on<best_gemm_arch>(row, n);
-  else
+  } else if constexpr (is_bf16_v<T>) {
+    thread_local std::vector<float> f;
+    f.resize(n);
+    for (std::size_t i = 0; i < n; ++i) f[i] = row[i].to_float();
+    softmax_contiguous_on<best_gemm_arch>(f.data(), n);
+    for (std::size_t i = 0; i < n; ++i) row[i] = bf16(f[i]);
+  } else
     softmax_row(row, n, 1);
 }
 

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/core/einsum_string.hpp>
 #include <dimsum/kernels/gemm.hpp>
 #include <dimsum/kernels/reference.hpp>
@@ -38,6 +39,8 @@ namespace dimsum {
 namespace detail {
 template <class Out, class T, std::size_t R, class... M>
 void contract_pairwise(const strided<T, R>& dst, const M&... m);
+template <class E, std::size_t R>
+void eval_rounded(const E& e, const strided<bf16, R>& dst);
 }  // namespace detail
 
 /// A lazy contraction of `Ops` into the dims `Out` (a dim_list).
@@ -52,10 +55,12 @@ class einsum_expr : public expression_tag {
   using fusion_traits = plan::contraction_node<Out, Ops...>;
 
   /// Whether this contraction runs on the packed GEMM kernel (two operands
-  /// of float or double, no dim summed out of one operand alone, at most
-  /// kernels::max_group_rank dims per role); otherwise the general loops run.
+  /// of float, double or bf16, no dim summed out of one operand alone, at
+  /// most kernels::max_group_rank dims per role); otherwise the general
+  /// loops run. bf16 operands are summed in float32 either way.
   static constexpr bool uses_gemm =
-      sizeof...(Ops) == 2 && (std::is_same_v<value_type, float> || std::is_same_v<value_type, double>) &&
+      sizeof...(Ops) == 2 &&
+      (std::is_same_v<value_type, float> || std::is_same_v<value_type, double> || is_bf16_v<value_type>) &&
       plan_type::count(plan::role::reduce_a) == 0 && plan_type::count(plan::role::reduce_b) == 0 &&
       plan_type::count(plan::role::batch) <= kernels::max_group_rank &&
       plan_type::count(plan::role::m) <= kernels::max_group_rank &&
@@ -102,7 +107,9 @@ class einsum_expr : public expression_tag {
   }
 
   void eval_to(const strided<value_type, rank>& dst) const {
-    if constexpr (uses_fused_attention)
+    if constexpr (is_bf16_v<value_type>)  // float32 sums, rounded once into dst
+      detail::eval_rounded(*this, dst);
+    else if constexpr (uses_fused_attention)
       detail::fused::run(*this, dst);
     else if constexpr (pre_reduces || pairwise)
       std::apply([&](const auto&... op) { detail::contract_pairwise<Out>(dst, detail::materialize(op)...); }, ops_);
@@ -135,7 +142,7 @@ class einsum_expr : public expression_tag {
   /// product onto it in one pass, as BLAS addmm does. Only for contractions
   /// that run on the GEMM kernel.
   void accumulate_to(const strided<value_type, rank>& dst) const
-    requires(uses_gemm && !uses_fused_attention)
+    requires(uses_gemm && !uses_fused_attention && !is_bf16_v<value_type>)
   {
     if (!has_empty_label())
       std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)..., value_type(1)); }, ops_);
@@ -148,13 +155,34 @@ class einsum_expr : public expression_tag {
   /// unless the bias varies along N dims only (an addmm-style bias).
   bool eval_with_bias(const strided<value_type, rank>& dst, const value_type* bias,
                       const std::array<std::ptrdiff_t, rank>& bias_strides) const
-    requires(uses_gemm && !uses_fused_attention)
+    requires(uses_gemm && !uses_fused_attention && !is_bf16_v<value_type>)
   {
     for (std::size_t l = 0; l < rank; ++l)
       if (plan_type::roles[l] != plan::role::n && bias_strides[l] != 0 && label_extents_[l] != 1) return false;
     std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)..., value_type(0), bias, &bias_strides); },
                ops_);
     return true;
+  }
+
+  /// For bf16 operands: the float32 sums themselves, written into a float
+  /// dst (what `einsum<float>(...)` of bf16 operands returns): on the bf16
+  /// GEMM kernel where the contraction fits it, else the float einsum of
+  /// the operands converted to float (exactly).
+  void eval_sums_to(const strided<float, rank>& dst) const
+    requires(is_bf16_v<value_type>)
+  {
+    if constexpr (uses_gemm) {
+      if (!has_empty_label())
+        return std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)...); }, ops_);
+    }
+    std::apply(
+        [&](const auto&... op) {
+          const auto as_float = [](const auto& m) {
+            return tensor_for_t<float, dims_of_t<decltype(m)>>(cast<float>(m));
+          };
+          [&](const auto&... f) { einsum_expr<Out, decltype(f)...>(f...).eval_to(dst); }(as_float(detail::materialize(op))...);
+        },
+        ops_);
   }
 
  private:
@@ -166,7 +194,7 @@ class einsum_expr : public expression_tag {
 
   template <class... M>
   void contract(const strided<value_type, rank>& dst, const M&... m) const {
-    if constexpr (uses_gemm) {
+    if constexpr (uses_gemm && !is_bf16_v<value_type>) {
       if (!has_empty_label()) return contract_gemm(dst, m...);  // an empty problem takes the loops: zeros, nothing read
     }
     contract_loops(dst, m...);
@@ -175,11 +203,11 @@ class einsum_expr : public expression_tag {
   // The planner's roles become the kernel's dim groups: extents per label,
   // each operand's strides (and the destination's) per label. beta == 1
   // adds to what dst holds.
-  template <class MA, class MB>
-  void contract_gemm(const strided<value_type, rank>& dst, const MA& a, const MB& b,
-                     value_type beta = value_type(0), const value_type* bias = nullptr,
+  // A float dst of bf16 operands takes the bf16 kernel (float32 sums).
+  template <class D, class MA, class MB>
+  void contract_gemm(const strided<D, rank>& dst, const MA& a, const MB& b, D beta = D(0), const D* bias = nullptr,
                      const std::array<std::ptrdiff_t, rank>* bias_strides = nullptr) const {
-    kernels::contraction_args<value_type> args;
+    kernels::contraction_args<value_type, D> args;
     args.beta = beta;
     args.bias = bias;
     args.a = a.data();
@@ -234,6 +262,15 @@ class einsum_expr : public expression_tag {
 };
 
 namespace detail {
+
+/// A bf16 contraction into a bf16 dst: its float32 sums into a float
+/// buffer, then each rounded once to bf16.
+template <class E, std::size_t R>
+void eval_rounded(const E& e, const strided<bf16, R>& dst) {
+  auto sums = tensor_for_t<float, dims_of_t<E>>::from_extents(e.extents());
+  e.eval_sums_to(strided<float, R>{sums.data(), sums.extents(), sums.strides()});
+  cast<bf16>(sums).eval_to(dst);
+}
 
 /// Operand K with the dims no one else needs summed out (or itself).
 template <class Out, std::size_t K, class... Ls, class M>
@@ -366,6 +403,71 @@ auto make_einsum(Ops&&... ops) {
   }
 }
 
+/// A contraction whose result type R the user stated (`einsum<float>(...)`):
+/// E's operands share a value type; bf16 operands with R = float give
+/// E's float32 sums themselves, any other pair evaluates E and converts.
+template <class R, class E>
+class typed_einsum_expr : public expression_tag {
+ public:
+  using value_type = R;
+  using dims = dims_of_t<E>;
+  static constexpr std::size_t rank = dims::size;
+  using fusion_traits = plan::opaque_node;
+
+  explicit typed_einsum_expr(E e) : e_(std::move(e)) {}
+  std::array<std::size_t, rank> extents() const { return e_.extents(); }
+  template <class Root>
+  auto evaluator() const {
+    return materializing_evaluator<Root>(*this);
+  }
+  void eval_to(const strided<R, rank>& dst) const {
+    using V = value_type_of_t<E>;
+    if constexpr (is_bf16_v<V> && std::is_same_v<R, float>) {
+      e_.eval_sums_to(dst);
+    } else if constexpr (is_bf16_v<V>) {
+      const auto sums = eval(typed_einsum_expr<float, const E&>(e_));
+      cast<R>(sums).eval_to(dst);
+    } else {
+      const tensor_for_t<V, dims> result(e_);
+      cast<R>(result).eval_to(dst);
+    }
+  }
+
+ private:
+  closure_t<E> e_;
+};
+
+/// einsum with a stated result type R: operands of one value type V run as
+/// einsum (bf16 ones summed in float32) and give R; operands of different
+/// value types are converted to R's accumulator type first (float for R =
+/// bf16), exactly where that widens them.
+template <class R, class Out, class... Ops>
+auto make_einsum_as(Ops&&... ops) {
+  if constexpr (!(named_expression<Ops> && ...) || (is_invalid_v<Ops> || ...)) {
+    return make_einsum<Out>(std::forward<Ops>(ops)...);  // reports
+  } else if constexpr (!(std::is_same_v<value_type_of_t<Ops>, value_type_of_t<std::tuple_element_t<0, std::tuple<Ops...>>>> && ...)) {
+    using C = accumulator_t<R>;
+    const auto to_c = []<class X>(X&& x) -> decltype(auto) {
+      if constexpr (std::is_same_v<value_type_of_t<X>, C>)
+        return static_cast<X&&>(x);
+      else
+        return cast<C>(static_cast<X&&>(x));
+    };
+    return make_einsum_as<R, Out>(to_c(std::forward<Ops>(ops))...);
+  } else {
+    auto e = make_einsum<Out>(std::forward<Ops>(ops)...);
+    using E = decltype(e);
+    if constexpr (is_invalid_v<E> || std::is_same_v<value_type_of_t<E>, R>)
+      return e;
+    else
+      return typed_einsum_expr<R, E>(std::move(e));
+  }
+}
+
+/// The string form's mode for a stated result type.
+template <class R>
+struct typed_einsum_mode;
+
 }  // namespace detail
 }  // namespace dimsum
 
@@ -393,6 +495,17 @@ auto einsum(Args&&... args) {
   return detail::einsum_string_args<S, false>(std::forward<Args>(args)...);
 }
 
+/// einsum with a stated result type, string spelling:
+/// `einsum<"batch posn d_model, d_model d_ff -> batch posn d_ff", float>(x, w)`.
+/// Operands of different value types (bf16 and float) may be contracted
+/// only this way; bf16 operands are summed in float32 and, with R = float,
+/// the sums are the result (no rounding to bf16 in between).
+template <fixed_string S, class R, class... Args>
+  requires(sizeof...(Args) > 0 && (std::is_arithmetic_v<R> || is_bf16_v<R>))
+auto einsum(Args&&... args) {
+  return detail::pattern_args<S>(detail::typed_einsum_mode<R>{}, std::forward<Args>(args)...);
+}
+
 /// rearrange: an einsum of one operand that keeps every dim, e.g.
 /// `rearrange<"batch posn hd(nheads d_head) -> batch nheads posn d_head">(x, nheads{8})`.
 /// Dropping a dim is a compile error (use einsum or sum to reduce).
@@ -407,6 +520,14 @@ auto rearrange(Args&&... args) {
 template <dimension... Out, class... Ops>
 auto einsum(Ops&&... ops) {
   return detail::make_einsum<dim_list<Out...>>(std::forward<Ops>(ops)...);
+}
+
+/// einsum with a stated result type, named spelling: `einsum<float, batch,
+/// posn, d_ff>(x, w)` (see the string form above).
+template <class R, dimension... Out, class... Ops>
+  requires(!dimension<R> && (std::is_arithmetic_v<R> || is_bf16_v<R>))
+auto einsum(Ops&&... ops) {
+  return detail::make_einsum_as<R, dim_list<Out...>>(std::forward<Ops>(ops)...);
 }
 
 }  // namespace dimsum

@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/kernels/vector_math.hpp>
 #include <dimsum/ops/detail/wrapping.hpp>
 #include <dimsum/plan/fusion_traits.hpp>
@@ -301,11 +302,30 @@ using operand_value_t = typename operand_value<A, B>::type;
 template <bool Strict, class Op, class A, class... X>
 auto make_checked(Op op, A&& a, X&&... x);
 
+// bf16 is never promoted silently: operands that mix it with another
+// value type (bool conditions and masks aside) are an error naming both.
+template <class First, class... Vs>
+struct first_other_than_bf16 {
+  using type = void;
+};
+template <class First, class V, class... Vs>
+struct first_other_than_bf16<First, V, Vs...> {
+  using type = std::conditional_t<is_bf16_v<V> || std::is_same_v<V, bool>,
+                                  typename first_other_than_bf16<First, Vs...>::type, V>;
+};
+template <class... X>
+using non_bf16_value_t = typename first_other_than_bf16<void, value_type_of_t<X>...>::type;
+template <class... X>
+inline constexpr bool mixes_bf16_v = (is_bf16_v<value_type_of_t<X>> || ...) && !std::is_void_v<non_bf16_value_t<X...>>;
+
 /// Builds an element-wise node after the compile-time checks. Strict says
 /// whether two non-scalar operands must share a dim.
 template <bool Strict, class Op, class... X>
 auto make_elementwise(Op op, X&&... x) {
   if constexpr ((is_invalid_v<X> || ...)) {
+    return invalid_expression{};
+  } else if constexpr (mixes_bf16_v<X...>) {
+    report<elementwise_operands_have_different_value_types<bf16, non_bf16_value_t<X...>>>();
     return invalid_expression{};
   } else {
     return make_checked<Strict>(op, std::forward<X>(x)...);

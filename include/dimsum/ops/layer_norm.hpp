@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/ops/map.hpp>
 #include <dimsum/ops/reduce.hpp>
@@ -72,6 +73,17 @@ auto layer_norm(X&& x, W&& weight, B&& bias, double eps = 1e-5) {
   } else if constexpr (!contains_v<L, D>) {
     detail::report<layer_norm_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
+  } else if constexpr (is_bf16_v<T>) {
+    // bf16: normalised in float32 (x, weight and bias converted exactly),
+    // each result rounded once.
+    const auto as_float = [](auto&& e) -> decltype(auto) {
+      if constexpr (is_bf16_v<value_type_of_t<decltype(e)>>)
+        return cast<float>(std::forward<decltype(e)>(e));
+      else
+        return std::forward<decltype(e)>(e);
+    };
+    return tensor_for_t<T, L>(cast<bf16>(layer_norm<D>(as_float(std::forward<X>(x)), as_float(std::forward<W>(weight)),
+                                                       as_float(std::forward<B>(bias)), eps)));
   } else {
     static_assert(std::is_floating_point_v<T>, "dimsum: layer_norm needs floating-point values");
     auto parts = detail::layer_norm_normalise<D, T, L>(tensor_for_t<T, L>(std::forward<X>(x)), eps);

@@ -146,6 +146,14 @@ struct einsum_mode {
     return make_einsum<FlatOut>(std::forward<Flat>(flat)...);
   }
 };
+/// einsum with a stated result type R (`einsum<"...", float>`).
+template <class R>
+struct typed_einsum_mode : einsum_mode {
+  template <class FlatOut, class Extras, class... Flat>
+  auto apply(const Extras&, Flat&&... flat) const {
+    return make_einsum_as<R, FlatOut>(std::forward<Flat>(flat)...);
+  }
+};
 /// rearrange: one operand, every dim kept.
 struct rearrange_mode : einsum_mode {
   static constexpr bool single_operand = true;
