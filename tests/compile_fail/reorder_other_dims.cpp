@@ -1,6 +1,6 @@
 // reorder<Out> with a list that names a dim the tensor lacks (nheads for
-// d_model): one error naming both lists (was three on g++, two on clang:
-// a plain static_assert, then the permutation's out-of-range tuple index).
+// d_model): one error naming both lists, before the permutation is built
+// (its tuple index would be out of range).
 // EXPECT: dimsum: reorder needs the same dims in another order
 // EXPECT: reorder_needs_the_same_dims<dimsum::dims<posn, batch, nheads>, dimsum::dims<batch, posn, d_model> ?>
 #include "common.hpp"

@@ -92,7 +92,7 @@ def main():
 
 
 def training_ops():
-    """What a transformer's training needs beyond the seeds (issue 12, item 2)."""
+    """What a transformer's training needs beyond the seeds."""
     F = torch.nn.functional
     case("relu", lambda x: torch.relu(x), {"x": rand(3, 4)})
     case("gelu", lambda x: F.gelu(x), {"x": rand(3, 4)})
@@ -152,7 +152,7 @@ def seed000():
 
 
 def fused_attention():
-    """The chain the fused attention kernel runs (issue 12, item 3):
+    """The chain the fused attention kernel runs:
     softmax(mask(scale * q k^T)) v, batch-major [b, i, d]. Odd lengths cross
     the kernel's query (32) and key (64) tiles; the masks are rebuilt by the
     same formulas in tests/unit/grad_fused_attention.cpp."""
@@ -175,7 +175,7 @@ def fused_attention():
 
 
 def fused_attention_variants():
-    """Window and ALiBi attention on the fused path (issues 12 and 14):
+    """Window and ALiBi attention on the fused path:
     the chain grad::fused_attention differentiates, in the seed's layout
     q (b, i, h, d), k (b, j, h, d), v (b, j, h, c), scores (b, h, i, j).
     40 queries and 140 keys cross the kernels' query (32, 64) and key (64,

@@ -1,5 +1,5 @@
-// grad::fused_attention through window masks and ALiBi biases (issue 12,
-// item 3; issue 14): the gradients of q, k and v of one fused tape node
+// grad::fused_attention through window masks and ALiBi biases: the
+// gradients of q, k and v of one fused tape node
 // against
 //   - PyTorch float64 autograd of the unfused chain (fixtures written by
 //     tests/reference/make_grad_fixtures.py, fused_attention_variants());

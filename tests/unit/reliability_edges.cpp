@@ -1,4 +1,4 @@
-// The edges found by adversarial probes (issue 15): empty dims next to
+// Edge cases of sizes and failures: empty dims next to
 // offsets and huge extents, sums and products that wrap, a save that fails
 // half-way, and negative indices in messages. Each case must pass under the
 // clang ASan+UBSan build (no report) as well as under g++.
