@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <dimsum/core/dim_list.hpp>
+#include <type_traits>
 #include <utility>
 
 namespace dimsum {
@@ -173,10 +174,30 @@ struct einsum_needs_at_least_one_operand {
   static_assert(detail::always_false<T>, "dimsum: einsum needs at least one operand");
 };
 template <class Operand, class T>
+struct einsum_operand_is_a_parameter {
+  static_assert(detail::always_false<Operand, T>,
+                "dimsum: einsum operand is a parameter, not a tensor; read its value with p.value, or watch it on a "
+                "tape (tape.watch(p)) to differentiate through it");
+};
+namespace detail {
+/// A dimsum::parameter (grad/parameter.hpp), recognised by its members so
+/// that this header needs no include from a layer above.
+template <class T>
+concept parameter_like = requires(T& p) {
+  typename T::tensor_type;
+  p.value;
+  p.grad;
+  p.requires_grad;
+};
+}  // namespace detail
+template <class Operand, class T>
 struct einsum_operand_is_not_a_named_tensor {
   static_assert(detail::always_false<Operand, T>,
                 "dimsum: einsum operand is not a dimsum tensor or expression; name it with dimsum::named<Dims...>(x)");
 };
+template <class Operand, class T>
+  requires detail::parameter_like<std::remove_cvref_t<T>>
+struct einsum_operand_is_not_a_named_tensor<Operand, T> : einsum_operand_is_a_parameter<Operand, T> {};
 
 // --- extents ---
 template <class Dim, class Left, class Right>
