@@ -266,4 +266,47 @@ TEST_CASE("checkpoint load errors are thrown on every rank") {
   remove_dir(dir);
 }
 
+TEST_CASE("a rank file with damaged data fails its checksum on every rank, with one prefix") {
+  const int world = world_size();
+  const std::string dir = shared_dir("checksum");
+  save_on(MPI_COMM_WORLD, world, dir, 0, /*flat=*/true);
+  dist::mesh<data, model> m(MPI_COMM_WORLD, data{1}, model{world});
+  // rank 0's file holds the replicated 'bias': overwrite 8 of its data bytes
+  std::string file;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().filename().string().find("-rank00000-") != std::string::npos) file = f.path().filename().string();
+  REQUIRE(!file.empty());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    std::fstream io(fs::path(dir) / file, std::ios::in | std::ios::out | std::ios::binary);
+    unsigned char len_bytes[8] = {};
+    io.read(reinterpret_cast<char*>(len_bytes), 8);
+    std::uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) header_len = header_len << 8 | len_bytes[i];
+    std::string header(header_len, ' ');
+    io.read(header.data(), static_cast<std::streamsize>(header_len));
+    const auto begin = nlohmann::json::parse(header)["bias"]["data_offsets"][0].get<std::uint64_t>();
+    io.seekp(static_cast<std::streamoff>(8 + header_len + begin));
+    const char junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    io.write(junk, 8);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::string message;
+  try {
+    (void)dist::load<Bias>(m, dir, "bias");
+  } catch (const dist::checkpoint_error& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.rfind("dimsum: dist: loading 'bias' from checkpoint '" + dir + "' failed on rank 0 of " +
+                          std::to_string(world) + ": checkpoint '" + dir + "': tensor 'bias': its block in rank file " +
+                          file + " fails its checksum (crc32 ",
+                      0) == 0);
+  CHECK(message.find("dimsum:", 1) == std::string::npos);
+  CHECK_THROWS_WITH(dist::load_full<Bias>(dir, "bias"), Catch::Contains("fails its checksum"));
+  // the undamaged tensors of that file still load
+  CHECK(dist::load_full<W>(dir, "attn.W_Q")(nheads{1}, d_model{2}, d_head{0}) == w_value(1, 2, 0));
+  remove_dir(dir);
+}
+
 #include "mpi_catch_main.hpp"

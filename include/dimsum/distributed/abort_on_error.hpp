@@ -13,7 +13,7 @@
 namespace dimsum::dist {
 
 /// Runs f() and returns its result. If f throws on this rank, prints
-/// "dimsum::dist: rank R of N: <what>" to stderr and calls MPI_Abort on
+/// "rank R of N: <what>" to stderr and calls MPI_Abort on
 /// `comm` with exit code 1: mpirun then stops every rank and exits
 /// non-zero. (A rank that dies outright is stopped the same way by mpirun
 /// itself.) Wrap the body of an MPI program's main in it:
@@ -26,7 +26,7 @@ decltype(auto) abort_on_error(MPI_Comm comm, F&& f) {
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    std::fprintf(stderr, "dimsum::dist: rank %d of %d: %s\n", rank, size, e.what());
+    std::fprintf(stderr, "rank %d of %d: %s\n", rank, size, e.what());
     std::fflush(stderr);
     MPI_Abort(comm, 1);
     throw;  // not reached: MPI_Abort does not return

@@ -30,6 +30,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -231,19 +232,49 @@ void on_every_rank(MPI_Comm comm, const std::string& what, F&& f) {
     message = e.what();
     kind = 2;
   }
+  // the message goes after this layer's own "dimsum: dist: " prefix: drop the inner one
+  for (std::string_view prefix : {"dimsum: ", "dist: "})
+    if (message.starts_with(prefix)) message.erase(0, prefix.size());
+  const auto start = clock::now();
+  arrive(comm, comm, what, code_checkpoint, {}, {}, start);
   const int mine = kind ? me : size;
   int first = size;
-  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &req), "MPI_Iallreduce (error agreement)");
+  finish(req, comm, what, start);
   if (first == size) return;
   int len = static_cast<int>(message.size());
-  check_mpi(MPI_Bcast(&kind, 1, MPI_INT, first, comm), "MPI_Bcast (error kind)");
-  check_mpi(MPI_Bcast(&len, 1, MPI_INT, first, comm), "MPI_Bcast (error length)");
-  message.resize(static_cast<std::size_t>(len));
-  check_mpi(MPI_Bcast(message.data(), len, MPI_CHAR, first, comm), "MPI_Bcast (error message)");
-  const std::string full = "dimsum::dist: " + what + " failed on rank " + std::to_string(first) + " of " +
-                           std::to_string(size) + ": " + message;
-  if (kind == 1) throw shape_error(full);
+  std::array<int, 2> head{kind, len};
+  check_mpi(MPI_Ibcast(head.data(), 2, MPI_INT, first, comm, &req), "MPI_Ibcast (error)");
+  finish(req, comm, what, start);
+  message.resize(static_cast<std::size_t>(head[1]));
+  check_mpi(MPI_Ibcast(message.data(), head[1], MPI_CHAR, first, comm, &req), "MPI_Ibcast (error message)");
+  finish(req, comm, what, start);
+  const std::string full = what + " failed on rank " + std::to_string(first) + " of " + std::to_string(size) + ": " + message;
+  if (head[0] == 1) throw shape_error("dist: " + full);
   throw checkpoint_error(full);
+}
+
+/// CRC-32 (IEEE 802.3, as zlib's crc32) of a byte range: the checksum each
+/// saved block carries in its rank file's metadata.
+inline std::uint32_t crc32(const std::byte* data, std::size_t n) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) c = table[(c ^ static_cast<std::uint32_t>(data[i])) & 0xFFu] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+inline std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
 }
 
 /// Copies the part of `src` (a C-order block at `sb`, little-endian bytes)
@@ -372,6 +403,11 @@ class checkpoint_reader {
                               "' of extent " + std::to_string(shape[d]) + " does not split evenly over mesh axis '" +
                               c.names[static_cast<std::size_t>(axes[d])] + "' of size " +
                               std::to_string(c.sizes[static_cast<std::size_t>(axes[d])]));
+        for (std::size_t d = 0; d < L::size; ++d)
+          if (axes[d] >= 0 && L::static_extents[d] != dynamic && c.sizes[static_cast<std::size_t>(axes[d])] > 1)
+            throw detail::static_split_error("checkpoint '" + dir_ + "': tensor '" + name + "'", L::names[d],
+                                             L::static_extents[d], c.names[static_cast<std::size_t>(axes[d])],
+                                             static_cast<std::size_t>(c.sizes[static_cast<std::size_t>(axes[d])]));
         const detail::box want = detail::block_at(shape, axes, c, c.coords);
         std::copy(want.shape.begin(), want.shape.end(), ext.begin());
         local = Tn::from_extents(ext);
@@ -423,6 +459,7 @@ class checkpoint_reader {
         throw checkpoint_error("checkpoint '" + dir_ + "': the rank file " + index().at("files").at(b.at("file").get<std::size_t>()).get<std::string>() +
                                " does not hold tensor '" + name + "' as the index says (block of shape " +
                                detail::join_sizes(sb.shape) + ")");
+      verify(b.at("file").get<std::size_t>(), f, name, t->second);
       got += detail::copy_overlap(t->second.data.data(), sb, dst, want);
     }
     if (got != need)
@@ -430,7 +467,21 @@ class checkpoint_reader {
                              std::to_string(got) + " of the " + std::to_string(need) + " elements needed");
   }
 
+  /// Checks a block against the CRC-32 its rank file records (once per
+  /// block; files saved without checksums are read as they are).
+  void verify(std::size_t file_index, const safetensors_contents& f, const std::string& name, const safetensors_tensor& t) {
+    if (!verified_.insert({file_index, name}).second) return;
+    const auto it = f.metadata.find("dimsum.crc32." + name);
+    if (it == f.metadata.end()) return;
+    const std::string got = detail::hex32(detail::crc32(t.data.data(), t.data.size()));
+    if (got != it->second)
+      throw checkpoint_error("checkpoint '" + dir_ + "': tensor '" + name + "': its block in rank file " +
+                             index().at("files").at(file_index).get<std::string>() + " fails its checksum (crc32 " + got +
+                             ", saved as " + it->second + "): the file is damaged");
+  }
+
   std::string dir_;
+  std::set<std::pair<std::size_t, std::string>> verified_;
   std::unique_ptr<nlohmann::json> index_;
   std::map<std::size_t, safetensors_contents> files_;
 };
@@ -513,7 +564,12 @@ void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
     if (fs::exists(fs::path(dir) / checkpoint_index_name))
       generation = read_index(dir).at("generation").get<unsigned long long>() + 1;
   });
-  check_mpi(MPI_Bcast(&generation, 1, MPI_UNSIGNED_LONG_LONG, 0, m.comm()), "MPI_Bcast (generation)");
+  {
+    const auto start = clock::now();
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Ibcast(&generation, 1, MPI_UNSIGNED_LONG_LONG, 0, m.comm(), &req), "MPI_Ibcast (generation)");
+    finish(req, m.comm(), what, start);
+  }
 
   std::vector<save_item> items;
   bool written = false;
@@ -533,6 +589,7 @@ void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
         mine.metadata["dimsum.dims." + it.name] = join(it.dims, " ");
         mine.metadata["dimsum.offset." + it.name] =
             join_sizes(block_at(it.global, it.axes, c, c.coords).offset);
+        mine.metadata["dimsum.crc32." + it.name] = hex32(crc32(it.local.data.data(), it.local.data.size()));
         mine.tensors.emplace(it.name, std::move(it.local));
       }
       if (mine.tensors.empty()) return;
@@ -588,7 +645,10 @@ void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
       }
     }
   }
-  check_mpi(MPI_Barrier(m.comm()), "MPI_Barrier (checkpoint saved)");
+  const auto start = clock::now();
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(m.comm(), &req), "MPI_Ibarrier (checkpoint saved)");
+  finish(req, m.comm(), what, start);
 }
 }  // namespace detail
 

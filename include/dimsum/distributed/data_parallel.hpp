@@ -5,7 +5,10 @@
 /// gradients the average over the axis before the optimizer step (what
 /// PyTorch's DistributedDataParallel does during backward).
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <string_view>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -25,7 +28,7 @@ struct average_over_a_mesh_axis_the_mesh_lacks {
 
 /// Replaces the gradient of every parameter of `module` (found by
 /// nn::for_each_parameter, nested modules included) by its average over
-/// mesh axis A: one MPI_Allreduce of all gradients packed into one buffer
+/// mesh axis A: one all-reduce of all gradients packed into one buffer
 /// per value type, then a division by A's size. With each rank's loss the
 /// mean over its equal block of the batch, the result is the gradient of
 /// the mean loss over the whole batch, so the optimizer steps agree on
@@ -50,18 +53,23 @@ std::size_t average_gradients(const mesh<Axes...>& m, M& module) {
     nn::for_each_parameter(module, gather);
     MPI_Comm comm = m.template comm<A>();
     const auto parts = static_cast<double>(m.template axis_size<A>());
-    if (!f.empty()) {
-      detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, f.data(), detail::checked_count(f.size()), MPI_FLOAT, MPI_SUM, comm),
-                        "MPI_Allreduce (gradients)");
-      detail::count_traffic(detail::collective::all_reduce, f.size() * sizeof(f[0]),
+    // every rank must hand over as many gradient elements of each type
+    const std::string what = "average_gradients over mesh axis '" + std::string(A::name.view()) + "'";
+    const auto start = detail::clock::now();
+    const std::array<std::uint64_t, 2> counts{f.size(), d.size()};
+    const std::array<std::string_view, 2> count_names{"float gradient elements", "double gradient elements"};
+    detail::arrive(comm, m.comm(), what, detail::code_average_gradients, counts, count_names, start);
+    auto reduce = [&]<class T>(std::vector<T>& buf, MPI_Datatype type) {
+      if (buf.empty()) return;
+      MPI_Request req = MPI_REQUEST_NULL;
+      detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf.data(), detail::checked_count(buf.size()), type, MPI_SUM, comm, &req),
+                        "MPI_Iallreduce (gradients)");
+      detail::finish(req, comm, what, start);
+      detail::count_traffic(detail::collective::all_reduce, buf.size() * sizeof(T),
                             static_cast<std::uint64_t>(m.template axis_size<A>()));
-    }
-    if (!d.empty()) {
-      detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, d.data(), detail::checked_count(d.size()), MPI_DOUBLE, MPI_SUM, comm),
-                        "MPI_Allreduce (gradients)");
-      detail::count_traffic(detail::collective::all_reduce, d.size() * sizeof(d[0]),
-                            static_cast<std::uint64_t>(m.template axis_size<A>()));
-    }
+    };
+    reduce(f, MPI_FLOAT);
+    reduce(d, MPI_DOUBLE);
     std::size_t fi = 0, di = 0;
     auto scatter = [&](const std::string&, auto& p) {
       using T = typename std::remove_cvref_t<decltype(p.grad)>::value_type;

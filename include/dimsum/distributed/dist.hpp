@@ -9,3 +9,4 @@
 #include <dimsum/distributed/sharded.hpp>
 #include <dimsum/distributed/data_parallel.hpp>
 #include <dimsum/distributed/checkpoint.hpp>
+#include <dimsum/distributed/zero.hpp>

@@ -392,7 +392,7 @@ struct keep_partials : std::bool_constant<is_partial_v<P>> {};
 
 /// Reports the first partial of Tuple as used where the full value is needed.
 template <class Op, class Tuple>
-void report_partial() {
+constexpr void report_partial() {
   using P = std::tuple_element_t<first_partial<Tuple>(), Tuple>;
   dimsum::detail::report<partial_sum_used_as_a_full_value<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, Op>>();
 }
@@ -411,8 +411,25 @@ MPI_Datatype mpi_type() {
 
 inline int checked_count(std::size_t n) {
   if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw dist_error("dimsum::dist: a message of " + std::to_string(n) + " elements exceeds MPI's int count");
+    throw dist_error("a message of " + std::to_string(n) + " elements exceeds MPI's int count");
   return static_cast<int>(n);
+}
+
+/// `arrive` for a tensor: its dims' extents compared over `comm`.
+template <class Tn>
+void arrive_with(const mesh_comms& c, MPI_Comm comm, const std::string& what, std::uint64_t code, const Tn& t,
+                 clock::time_point start) {
+  using L = dims_of_t<Tn>;
+  const auto e = t.extents();
+  std::array<std::uint64_t, L::size> ext{};
+  for (std::size_t i = 0; i < L::size; ++i) ext[i] = e[i];
+  const std::array<std::string_view, L::size> names = L::names;
+  arrive(comm, c.cart, what, code, ext, names, start);
+}
+
+/// "<op> over mesh axis '<axis>'", the collective's name in messages.
+inline std::string over_axis(const char* op, std::string_view axis) {
+  return std::string(op) + " over mesh axis '" + std::string(axis) + "'";
 }
 }  // namespace detail
 
@@ -482,10 +499,27 @@ template <class MeshAxes, class... Ps>
 inline constexpr bool axes_in_mesh = first_axis_not_in_mesh<MeshAxes, Ps...>() == sizeof...(Ps);
 /// Reports the first placement whose axis the mesh lacks.
 template <class MeshAxes, class... Ps>
-void report_axis_not_in_mesh() {
+constexpr void report_axis_not_in_mesh() {
   using P = std::tuple_element_t<first_axis_not_in_mesh<MeshAxes, Ps...>(), std::tuple<Ps...>>;
   dimsum::detail::report<
       sharded_over_a_mesh_axis_the_mesh_lacks<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, MeshAxes>>();
+}
+}  // namespace detail
+
+namespace detail {
+/// A dim split over more than one rank must be dynamic: each rank's block
+/// has another extent than the static one.
+inline shape_error static_split_error(const std::string& what, std::string_view dim, std::size_t extent,
+                                      std::string_view axis, std::size_t parts) {
+  return shape_error(what + ": dim '" + std::string(dim) + "' has the static extent " + std::to_string(extent) +
+                     " and is split over mesh axis '" + std::string(axis) + "' of size " + std::to_string(parts) +
+                     "; a dim split over ranks must be dynamic: declare it DIMSUM_DIM(" + std::string(dim) +
+                     ") and give its extent at run time");
+}
+template <dimension D, axis A>
+void check_dynamic_split(const char* what, std::size_t parts) {
+  if constexpr (D::is_static)
+    if (parts > 1) throw static_split_error(what, D::name.view(), D::static_extent, A::name.view(), parts);
 }
 }  // namespace detail
 
@@ -502,12 +536,15 @@ auto shard(const mesh<Axes...>& m, const tensor<T, Ds...>& full) {
     return invalid_expression{};
   } else {
     static_assert((is_split_v<Ps> && ...), "dimsum: shard takes split<D, axis> placements");
+    // every rank holds the same full tensor: its extents are compared over the mesh
+    detail::arrive_with(*m.comms(), m.comm(), "shard", detail::code_shard, full, detail::clock::now());
     tensor<T, Ds...> local = full;
     auto cut = [&]<class P>(std::type_identity<P>) {
       using D = typename P::dim;
       if constexpr (contains_v<dim_list<Ds...>, D>) {
         const std::size_t n = local.template extent<D>();
         const auto parts = static_cast<std::size_t>(m.template axis_size<typename P::mesh_axis>());
+        detail::check_dynamic_split<D, typename P::mesh_axis>("shard", parts);
         if (n % parts != 0)
           throw shape_error("shard: dim '" + std::string(D::name.view()) + "' of extent " + std::to_string(n) +
                             " does not split evenly over mesh axis '" + std::string(P::mesh_axis::name.view()) +
@@ -532,21 +569,13 @@ auto from_local(const mesh<Axes...>& m, tensor<T, Ds...> local) {
     detail::report_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
     return invalid_expression{};
   } else {
-    constexpr std::size_t R = sizeof...(Ds);
-    const auto ext = local.extents();
-    std::array<std::uint64_t, R> mine{};
-    for (std::size_t i = 0; i < R; ++i) mine[i] = ext[i];
-    std::vector<std::uint64_t> all(R * static_cast<std::size_t>(m.size()));
-    detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(R), MPI_UINT64_T, all.data(), static_cast<int>(R),
-                                    MPI_UINT64_T, m.comm()),
-                      "MPI_Allgather (extents)");
-    constexpr std::array<std::string_view, R> names{Ds::name.view()...};
-    for (std::size_t r = 1; r < static_cast<std::size_t>(m.size()); ++r)
-      for (std::size_t i = 0; i < R; ++i)
-        if (all[r * R + i] != all[i])
-          throw shape_error("from_local: dim '" + std::string(names[i]) + "' has extent " + std::to_string(all[i]) +
-                            " on rank 0 but " + std::to_string(all[r * R + i]) + " on rank " + std::to_string(r) +
-                            " (every rank's block must have the same extents)");
+    auto check = [&]<class P>(std::type_identity<P>) {
+      if constexpr (is_split_v<P>)
+        detail::check_dynamic_split<typename P::dim, typename P::mesh_axis>(
+            "from_local", static_cast<std::size_t>(m.template axis_size<typename P::mesh_axis>()));
+    };
+    (check(std::type_identity<Ps>{}), ...);
+    detail::arrive_with(*m.comms(), m.comm(), "from_local", detail::code_from_local, local, detail::clock::now());
     return sharded<tensor<T, Ds...>, Ps...>(std::move(local), m.comms());
   }
 }
@@ -570,15 +599,33 @@ auto all_reduce(sharded<Tn, Ps...> s) {
     for (std::size_t i = 0; i < I::size; ++i)
       if (!I::splits[i]) {
         const std::size_t a = s.comms()->axis_index(I::axes[i]);
-        detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, local.data(), detail::checked_count(local.size()),
-                                        detail::mpi_type<T>(), MPI_SUM, s.comms()->axis_comms[a]),
-                          "MPI_Allreduce");
+        MPI_Comm comm = s.comms()->axis_comms[a];
+        const std::string what = detail::over_axis("all_reduce", I::axes[i]);
+        const auto start = detail::clock::now();
+        detail::arrive_with(*s.comms(), comm, what, detail::code_all_reduce, local, start);
+        MPI_Request req = MPI_REQUEST_NULL;
+        detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, local.data(), detail::checked_count(local.size()),
+                                         detail::mpi_type<T>(), MPI_SUM, comm, &req),
+                          "MPI_Iallreduce");
+        detail::finish(req, comm, what, start);
         detail::count_traffic(detail::collective::all_reduce, local.size() * sizeof(T),
                               static_cast<std::uint64_t>(s.comms()->sizes[a]));
       }
     using Keep = typename detail::filter<detail::keep_splits, std::tuple<Ps...>>::type;
     return detail::make_result<Tn, Keep>(std::move(local), s.comms());
   }
+}
+
+/// The argument already reported a compile-time error (e.g. a partial sum
+/// plus a full value): pass it on, so that the mistake stays one error.
+inline invalid_expression all_reduce(invalid_expression) { return {}; }
+template <dimension D>
+invalid_expression all_gather(invalid_expression) {
+  return {};
+}
+template <dimension D>
+invalid_expression reduce_scatter(invalid_expression) {
+  return {};
 }
 
 namespace detail {
@@ -610,9 +657,14 @@ auto all_gather(sharded<tensor<T, Ds...>, Ps...> s) {
     const auto parts = static_cast<std::size_t>(c.sizes[c.axis_index(A::name.view())]);
     const Tn& local = s.local();
     std::vector<T> recv(local.size() * parts);
-    detail::check_mpi(MPI_Allgather(local.data(), detail::checked_count(local.size()), detail::mpi_type<T>(), recv.data(),
-                                    detail::checked_count(local.size()), detail::mpi_type<T>(), comm),
-                      "MPI_Allgather");
+    const std::string what = detail::over_axis("all_gather", A::name.view());
+    const auto start = detail::clock::now();
+    detail::arrive_with(c, comm, what, detail::code_all_gather, local, start);
+    MPI_Request req = MPI_REQUEST_NULL;
+    detail::check_mpi(MPI_Iallgather(local.data(), detail::checked_count(local.size()), detail::mpi_type<T>(), recv.data(),
+                                     detail::checked_count(local.size()), detail::mpi_type<T>(), comm, &req),
+                      "MPI_Iallgather");
+    detail::finish(req, comm, what, start);
     detail::count_traffic(detail::collective::all_gather, local.size() * sizeof(T), parts);
     constexpr std::size_t d = index_of<dim_list<Ds...>>(D::name.view());
     auto ext = local.extents();
@@ -651,6 +703,9 @@ auto reduce_scatter(sharded<tensor<T, Ds...>, Ps...> s) {
     const auto parts = static_cast<std::size_t>(c.sizes[c.axis_index(A::name.view())]);
     const int coord = c.coords[c.axis_index(A::name.view())];
     const Tn& local = s.local();
+    const std::string what = detail::over_axis("reduce_scatter", A::name.view());
+    const auto start = detail::clock::now();
+    detail::arrive_with(c, comm, what, detail::code_reduce_scatter, local, start);
     constexpr std::size_t d = index_of<dim_list<Ds...>>(D::name.view());
     const std::size_t n = local.extents()[d];
     if (n % parts != 0)
@@ -666,9 +721,11 @@ auto reduce_scatter(sharded<tensor<T, Ds...>, Ps...> s) {
       const Tn piece = slice<D>(local, r * chunk, (r + 1) * chunk);
       std::copy(piece.data(), piece.data() + piece.size(), send.begin() + static_cast<std::ptrdiff_t>(r * block.size()));
     }
-    detail::check_mpi(MPI_Reduce_scatter_block(send.data(), block.data(), detail::checked_count(block.size()),
-                                               detail::mpi_type<T>(), MPI_SUM, comm),
-                      "MPI_Reduce_scatter_block");
+    MPI_Request req = MPI_REQUEST_NULL;
+    detail::check_mpi(MPI_Ireduce_scatter_block(send.data(), block.data(), detail::checked_count(block.size()),
+                                                detail::mpi_type<T>(), MPI_SUM, comm, &req),
+                      "MPI_Ireduce_scatter_block");
+    detail::finish(req, comm, what, start);
     detail::count_traffic(detail::collective::reduce_scatter, send.size() * sizeof(T), parts);
     (void)coord;
     using Rest = typename detail::filter<detail::keep_splits, std::tuple<Ps...>>::type;

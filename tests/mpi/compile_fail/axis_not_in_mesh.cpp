@@ -1,6 +1,7 @@
 // sharding over a mesh axis the mesh does not have.
 // EXPECT: dimsum: a dim is sharded over a mesh axis that the mesh does not have
 // EXPECT: sharded_over_a_mesh_axis_the_mesh_lacks<nheads ?, data ?,
+// EXPECT: axis_not_in_mesh\.cpp:11:
 #include "common.hpp"
 
 int main() {

@@ -1,6 +1,7 @@
 // softmax of a partial sum (contracting the split heads) before all_reduce.
 // EXPECT: dimsum: a partial sum .* is used where the full value is needed
 // EXPECT: partial_sum_used_as_a_full_value<nheads ?, model ?, dimsum::dist::op_softmax ?>
+// EXPECT: partial_sum_into_softmax\.cpp:15:
 #include "common.hpp"
 
 int main() {
