@@ -65,4 +65,46 @@ template <class P>
   requires(!std::is_same_v<P, std::remove_cvref_t<P>>)
 inline constexpr bool is_parameter_v<P> = is_parameter_v<std::remove_cvref_t<P>>;
 
+/// A parameter used as an operand of + - * / (`x + lin.bias`): one
+/// `dimsum:` error saying to read `p.value` or watch `p`, instead of the
+/// compiler's "no match for operator+" (module weights were plain tensors
+/// before parameters held a value and a gradient).
+template <class Left, class Right>
+struct elementwise_operand_is_a_parameter {
+  static_assert(detail::always_false<Left, Right>,
+                "dimsum: an element-wise operand is a parameter, not a tensor; read its value with p.value, or watch "
+                "it on a tape (tape.watch(p)) to differentiate through it");
+};
+
+namespace detail {
+template <class A, class B>
+concept parameter_operands = is_parameter_v<A> || is_parameter_v<B>;
+template <class A, class B>
+constexpr invalid_expression report_parameter_operand() {
+  report<elementwise_operand_is_a_parameter<std::remove_cvref_t<A>, std::remove_cvref_t<B>>>();
+  return {};
+}
+}  // namespace detail
+
+template <class A, class B>
+  requires detail::parameter_operands<A, B>
+constexpr invalid_expression operator+(const A&, const B&) {
+  return detail::report_parameter_operand<A, B>();
+}
+template <class A, class B>
+  requires detail::parameter_operands<A, B>
+constexpr invalid_expression operator-(const A&, const B&) {
+  return detail::report_parameter_operand<A, B>();
+}
+template <class A, class B>
+  requires detail::parameter_operands<A, B>
+constexpr invalid_expression operator*(const A&, const B&) {
+  return detail::report_parameter_operand<A, B>();
+}
+template <class A, class B>
+  requires detail::parameter_operands<A, B>
+constexpr invalid_expression operator/(const A&, const B&) {
+  return detail::report_parameter_operand<A, B>();
+}
+
 }  // namespace dimsum
