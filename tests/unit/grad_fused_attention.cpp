@@ -360,7 +360,11 @@ TEST_CASE("grad::fused_attention: one tape node; gradients equal PyTorch's and t
     auto uq = unfused.watch(q0);
     auto uk = unfused.watch(k0);
     auto uv = unfused.watch(v0);
-    auto uz = causal_chain(uq, uk, uv, value);  // on vars: one node per operation
+    // on vars with the scores materialised (eval): one node per operation
+    auto uz = einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(
+        softmax<k_posn>(causal_mask<q_posn, k_posn>(
+            eval(einsum<"batch q_posn d_head, batch k_posn d_head -> batch q_posn k_posn">(uq, uk)) * 0.5, value)),
+        uv);
     CHECK(unfused.size() > leaves + 1);
     unfused.backward(sum<batch, q_posn, d_value>(uz * r));
     const QT gq = gradient(q), ugq = gradient(uq);
@@ -717,13 +721,16 @@ padded_run run_padded(bool fused, const FQ& q0, const FK& k0, const FV& v0, cons
   auto k = t.watch(k0);
   auto v = t.watch(v0);
   const std::size_t leaves = t.size();
-  auto z = [&] {
-    if (fused)
-      return grad::fused_attention(q, k, v, [&hidden](const auto& q, const auto& k, const auto& v) {
-        return padded_chain(q, k, v, hidden);
-      });
-    return padded_chain(q, k, v, hidden);
-  }();
+  grad::var<float, batch, q_posn, d_value> z;
+  if (fused)
+    z = grad::fused_attention(q, k, v, [&hidden](const auto& q, const auto& k, const auto& v) {
+      return padded_chain(q, k, v, hidden);
+    });
+  else  // the scores materialised (eval): the chain recorded unfused
+    z = einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(
+        softmax<k_posn>(masked_fill(
+            eval(einsum<"batch q_posn d_head, batch k_posn d_head -> batch q_posn k_posn">(q, k)) * 0.5f, hidden, -1e9f)),
+        v);
   CHECK((t.size() == leaves + 1) == fused);
   t.backward(sum<batch, q_posn, d_value>(z * r));
   return {z.value(), gradient(q), gradient(k), gradient(v)};

@@ -249,7 +249,15 @@ struct shape_facts {
   bool ok = false;
   std::size_t key_operand = 0;  // which operand of the score einsum has K
   std::string_view q, k, d, dv;
+  std::string_view why{};  // when not ok: the part that blocked fusion, in words
 };
+
+/// Facts of an expression that is not fused attention, with the reason.
+constexpr shape_facts not_fused(std::string_view why) {
+  shape_facts f;
+  f.why = why;
+  return f;
+}
 
 /// The query dim is the one a mask names (`query`, if not empty), else the
 /// last query-side dim of the scores; the other query-side dims (GQA's
@@ -263,9 +271,10 @@ constexpr shape_facts score_facts(std::string_view query) {
   std::size_t kl = dimsum::detail::npos;
   for (std::size_t l = 0; l < plan_t::n_labels; ++l)
     if (plan_t::labels[l] == key) kl = l;
-  if (kl == dimsum::detail::npos) return f;
+  if (kl == dimsum::detail::npos) return not_fused("the score einsum does not keep the softmax's dim");
   const role key_role = plan_t::roles[kl];
-  if (key_role != role::m && key_role != role::n) return f;
+  if (key_role != role::m && key_role != role::n)
+    return not_fused("the softmax's dim is not a dim of one operand of the score einsum (the keys)");
   const role query_role = key_role == role::n ? role::m : role::n;
   f.key_operand = key_role == role::n ? 1 : 0;
   std::size_t nq = 0, nd = 0, n_batch = 0;  // n_batch: batch dims, query-side ones included
@@ -281,16 +290,18 @@ constexpr shape_facts score_facts(std::string_view query) {
       ++nd;
       f.d = plan_t::labels[l];
     } else if (r == role::reduce_a || r == role::reduce_b) {
-      return f;
+      return not_fused("the score einsum sums a dim that only one operand has");
     } else if (r == role::batch || (r == key_role && plan_t::labels[l] != key)) {
       ++n_batch;
     }
   }
   if (!query.empty()) {
-    if (!query_found) return f;
+    if (!query_found) return not_fused("a causal or window mask names a query dim the score einsum's query lacks");
     f.q = query;
   }
-  if (nq == 0 || nd != 1 || n_batch - 1 > kernels::max_group_rank) return f;
+  if (nq == 0) return not_fused("the score einsum has no query dim (a dim of the other operand than the keys)");
+  if (nd != 1) return not_fused("the score einsum does not contract exactly one dim (d)");
+  if (n_batch - 1 > kernels::max_group_rank) return not_fused("the scores have more batch dims than the kernel takes");
   f.k = key;
   f.ok = true;
   return f;
@@ -300,6 +311,7 @@ constexpr shape_facts score_facts(std::string_view query) {
 /// or value == false when E is not fused attention.
 template <class E, class Tr = fusion_traits_t<E>>
 struct match {
+  static constexpr shape_facts facts = not_fused("the outer expression is not an einsum of two operands");
   static constexpr bool value = false;
 };
 
@@ -310,7 +322,7 @@ struct match<E, contraction_node<Out, A, B>> {
 
   static constexpr shape_facts facts = [] {
     if constexpr (p_index == 2) {
-      return shape_facts{};
+      return not_fused("neither operand of the outer einsum is a softmax");
     } else {
       using P = bare<std::tuple_element_t<p_index, std::tuple<A, B>>>;
       using V = bare<std::tuple_element_t<v_index, std::tuple<A, B>>>;
@@ -318,34 +330,43 @@ struct match<E, contraction_node<Out, A, B>> {
       using C = chain<typename softmax_parts<P>::scores>;
       using T = value_type_of_t<P>;
       if constexpr (!C::ok) {
-        return shape_facts{};
+        return not_fused(
+            "the softmax's operand is not an einsum of two operands followed only by scales by a scalar, causal or "
+            "window masks, masked_fill or where with a scalar, and one bias over the scores' dims");
       } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
-        return shape_facts{};
+        return not_fused("the value type is not float or double");
       } else if constexpr (!std::is_same_v<value_type_of_t<typename C::base>, T> ||
-                           !std::is_same_v<value_type_of_t<V>, T> || C::stages > kernels::max_score_stages ||
-                           C::biases > 1) {
-        return shape_facts{};
+                           !std::is_same_v<value_type_of_t<V>, T>) {
+        return not_fused("the scores, the softmax and V do not have one value type");
+      } else if constexpr (C::stages > kernels::max_score_stages) {
+        return not_fused("more score stages than the kernel takes (kernels::max_score_stages)");
+      } else if constexpr (C::biases > 1) {
+        return not_fused("more than one additive bias on the scores");
       } else {
         shape_facts f = score_facts<typename C::base, KD>(C::query);
-        if (!f.ok || !C::masks_ok(f.q, f.k)) return shape_facts{};
+        if (!f.ok) return f;
+        if (!C::masks_ok(f.q, f.k))
+          return not_fused("a causal or window mask names other dims than the pattern's query and key dims");
         // The outer einsum sums K alone and keeps every other pattern dim.
         using outer_plan = contraction_plan<Out, dims_of_t<A>, dims_of_t<B>>;
         using S = dims_of_t<P>;
         using VD = dims_of_t<V>;
         for (std::size_t l = 0; l < outer_plan::n_labels; ++l) {
           const bool summed = l >= outer_plan::n_out;
-          if (summed != (outer_plan::labels[l] == f.k)) return shape_facts{};
+          if (summed != (outer_plan::labels[l] == f.k))
+            return not_fused("the outer einsum does not sum exactly the key dim and keep every other dim");
         }
         using dimsum::detail::find_name;
         using dimsum::detail::npos;
-        if (find_name(VD::names, f.k) == npos || find_name(VD::names, f.q) != npos) return shape_facts{};
+        if (find_name(VD::names, f.k) == npos || find_name(VD::names, f.q) != npos)
+          return not_fused("V does not have the key dim, or has the query dim");
         std::size_t n_value = 0;
         for (std::size_t i = 0; i < VD::size; ++i)
           if (find_name(S::names, VD::names[i]) == npos) {
             ++n_value;
             f.dv = VD::names[i];
           }
-        if (n_value != 1) return shape_facts{};
+        if (n_value != 1) return not_fused("V does not have exactly one dim of its own (the value dim)");
         return f;
       }
     }
@@ -368,5 +389,14 @@ inline constexpr bool uses_fused_attention_v = plan::fusion::match<std::remove_c
 /// and window masks, boolean masks, the bias; the bias is a constant).
 template <class E>
 inline constexpr bool fused_attention_is_differentiable_v = uses_fused_attention_v<E>;
+
+/// Why the expression E does not run the fused attention kernel, naming the
+/// part that blocked it (empty when it does): for an expression shaped like
+/// attention that takes the unfused path. Usable in `static_assert`:
+/// `static_assert(attention_not_fused_reason_v<decltype(e)>.empty(), ...)`
+/// or printed.
+template <class E>
+inline constexpr std::string_view attention_not_fused_reason_v =
+    plan::fusion::match<std::remove_cvref_t<E>>::facts.why;
 
 }  // namespace dimsum

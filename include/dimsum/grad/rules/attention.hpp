@@ -3,17 +3,20 @@
 /// `fused_attention(q, k, v, f)`: attention on vars as one tape node that
 /// runs the fused kernel forward and the FlashAttention-2 backward
 /// (kernels/attention_backward.hpp), so neither pass materialises the
-/// scores. f builds the attention expression from q's, k's and v's values
-/// with the spellings of the tensor API; it must be the pattern of
-/// plan/fusion_patterns.hpp (`uses_fused_attention_v`) with q, k, v as the
-/// einsums' operands as they are. The node saves the output and one
-/// log-sum-exp per query row (with its rounding error, so that a row masked
-/// with a large finite fill keeps its weights); backward calls f again (the masks it holds
-/// are re-materialised; a mask or bias tensor f captures must outlive
-/// backward). Every stage the pattern fuses is differentiated: scales,
+/// scores. The same lines written on vars without it record that node
+/// too (grad/lazy_var.hpp); this is the explicit form, which also checks
+/// at compile time that f's result on tensors is the pattern of
+/// plan/fusion_patterns.hpp (`uses_fused_attention_v`). f is called once,
+/// with the vars: the lazy chain it builds owns the masks and biases it
+/// reads (copies) and the vars' nodes, so a local of f or a tensor f
+/// captures by reference may be gone before backward. Only an f that
+/// cannot be called with vars is kept and called again in backward with
+/// the values (a mask or bias it captures must then outlive backward). The
+/// node saves the output and one log-sum-exp per query row (with its
+/// rounding error, so that a row masked with a large finite fill keeps its
+/// weights). Every stage the pattern fuses is differentiated: scales,
 /// causal and window masks (with offsets), boolean masks, and one additive
-/// bias, which is a constant (f builds it from tensors; no gradient flows
-/// into it, e.g. into ALiBi's slopes).
+/// bias, which is a constant (no gradient flows into it).
 ///
 ///     auto z = dimsum::grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
 ///       return dimsum::einsum<"b i h d_head, b j h d_head -> b h i j">(q, k) ... ;
@@ -27,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include <dimsum/grad/lazy_var.hpp>
 #include <dimsum/grad/tape.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
 #include <dimsum/ops/detail/fused_attention.hpp>
@@ -124,6 +128,18 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
       });
 }
 
+/// Whether f called with the vars themselves gives one fused node (the
+/// lazy chain of grad/lazy_var.hpp).
+template <class F, class Q, class K, class V>
+constexpr bool fused_on_vars_() {
+  if constexpr (std::is_invocable_v<F&, const Q&, const K&, const V&>)
+    return is_fused_var_v<std::invoke_result_t<F&, const Q&, const K&, const V&>>;
+  else
+    return false;
+}
+template <class F, class Q, class K, class V>
+inline constexpr bool fused_on_vars = fused_on_vars_<F, Q, K, V>();
+
 }  // namespace detail
 
 /// The fused attention f(q, k, v) on vars, recorded as one node (see the
@@ -152,6 +168,10 @@ auto fused_attention(const Q& q, const K& k, const V& v, F f) {
           detail::diagnostic_of_t<E>, diagnostic_dims_t<typename Q::dims>, diagnostic_dims_t<typename K::dims>,
           diagnostic_dims_t<typename V::dims>>>();
       return invalid_expression{};
+    } else if constexpr (detail::fused_on_vars<F, Q, K, V>) {
+      // f runs once, on the vars; the lazy chain owns what it reads, nothing of f is kept
+      auto z = f(q, k, v);
+      return typename decltype(z)::var_type(std::move(z));
     } else {
       return detail::fused_attention_node(q, k, v, std::move(f));
     }

@@ -17,6 +17,9 @@
 #include <tuple>
 #include <utility>
 
+#include <dimsum/grad/lazy_attention.hpp>
+#include <dimsum/grad/lazy_var.hpp>
+#include <dimsum/grad/rules/attention.hpp>
 #include <dimsum/grad/tape.hpp>
 #include <dimsum/ops/einsum.hpp>
 
@@ -151,6 +154,125 @@ auto einsum_string_var(Args&&... args) {
   }(std::make_index_sequence<n_ops>{}, std::make_index_sequence<sizeof...(Args) - n_ops>{});
 }
 
+/// The named spelling on vars (see `einsum<Out...>` below).
+template <class OutList, class A, class... Rest>
+auto einsum_named_var(A&& a, Rest&&... rest) {
+  auto ops = std::make_tuple(lift(std::forward<A>(a)), lift(std::forward<Rest>(rest))...);
+  auto fwd = std::apply([](const auto&... v) { return dimsum::detail::make_einsum<OutList>(v.value()...); }, ops);
+  if constexpr (is_invalid_v<decltype(fwd)>) {
+    return invalid_expression{};
+  } else {
+    using T = value_type_of_t<decltype(fwd)>;
+    using R = dims_of_t<decltype(fwd)>;
+    tensor_for_t<T, R> value = std::move(fwd);
+    const auto out_ext = value.extents();
+    const auto exts = std::apply([](const auto&... v) { return std::make_tuple(v.extents()...); }, ops);
+    return std::apply(
+        [&](const auto&... v) {
+          return record_einsum<R, typename std::remove_cvref_t<decltype(v)>::dims...>(std::move(value), ops, exts,
+                                                                                       out_ext);
+        },
+        ops);
+  }
+}
+
+/// The two spellings of einsum, as the tensor expression (`tensor`) and as
+/// the recorded operation on vars (`recorded`).
+template <fixed_string S>
+struct string_einsum {
+  template <class... X>
+  static auto tensor(X&&... x) {
+    return dimsum::detail::einsum_string_args<S, false>(std::forward<X>(x)...);
+  }
+  template <class... X>
+  static auto recorded(X&&... x) {
+    return einsum_string_var<S, false>(std::forward<X>(x)...);
+  }
+};
+template <class OutList>
+struct named_einsum {
+  template <class... X>
+  static auto tensor(X&&... x) {
+    return dimsum::detail::make_einsum<OutList>(std::forward<X>(x)...);
+  }
+  template <class... X>
+  static auto recorded(X&&... x) {
+    return einsum_named_var<OutList>(std::forward<X>(x)...);
+  }
+};
+
+/// Whether two vars make the score einsum of a possible attention chain:
+/// both recorded (not lazy), of one value type, float or double.
+template <class A, class B>
+inline constexpr bool score_operands = [] {
+  if constexpr (recorded_var<A> && recorded_var<B>) {
+    using T = typename std::remove_cvref_t<A>::value_type;
+    return std::is_same_v<T, typename std::remove_cvref_t<B>::value_type> &&
+           (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  } else {
+    return false;
+  }
+}();
+
+/// The fused attention node of the pattern `full` (an outer einsum whose
+/// softmax operand is the lazy chain p, the other operand the var v): one
+/// tape node, the chain's score operands q and k as the kernel reads them.
+template <class P, class V, class Full>
+auto record_fused_attention(const P& p, const V& v, Full&& full) {
+  using F = std::remove_cvref_t<Full>;
+  constexpr std::size_t ko = plan::fusion::match<F>::facts.key_operand;
+  const auto& q = std::get<1 - ko>(p.leaves());
+  const auto& k = std::get<ko>(p.leaves());
+  // The node calls f in both passes: it returns the pattern, which reads
+  // the vars' values (their nodes are the node's) and the masks and
+  // biases the chain owns (kept alive by the copy of p).
+  auto z = fused_attention_node(q, k, v, [e = F(std::forward<Full>(full)), p](const auto&, const auto&, const auto&)
+                                             -> const F& { return e; });
+  return fused_var<decltype(z), F>(std::move(z));
+}
+
+/// The recorded var among a lazy chain and a var.
+template <class A, class B>
+const auto& var_of(const A& a, const B& b) {
+  if constexpr (lazy_var_like<A>)
+    return b;
+  else
+    return a;
+}
+
+/// einsum of two operands on vars: two recorded vars start a lazy
+/// attention chain; a lazy chain with a var completes it as one fused node
+/// when the whole is the attention pattern; anything else is recorded as
+/// the contraction (a lazy operand materialised).
+template <class Form, class A, class B>
+auto einsum_pair(A&& a, B&& b) {
+  using VA = std::remove_cvref_t<A>;
+  using VB = std::remove_cvref_t<B>;
+  if constexpr (score_operands<A, B>) {
+    using E = decltype(Form::tensor(a.value(), b.value()));
+    if constexpr (!is_invalid_v<E> && plan::fusion::chain<std::remove_cvref_t<E>>::k == plan::fusion::kind::base)
+      return make_lazy(Form::tensor(a.value(), b.value()), std::make_tuple(VA(a), VB(b)),
+                       [a = VA(a), b = VB(b)] { return Form::recorded(a, b); });
+    else
+      return Form::recorded(std::forward<A>(a), std::forward<B>(b));
+  } else if constexpr ((lazy_var_like<A> && recorded_var<B>) || (recorded_var<A> && lazy_var_like<B>)) {
+    auto full = [&] {
+      if constexpr (lazy_var_like<A>)
+        return Form::tensor(expression_copy(a), b.value());
+      else
+        return Form::tensor(a.value(), expression_copy(b));
+    }();
+    if constexpr (is_invalid_v<decltype(full)>)
+      return invalid_expression{};
+    else if constexpr (uses_fused_attention_v<decltype(full)>)
+      return record_fused_attention(chain_of(a, b), var_of(a, b), std::move(full));
+    else
+      return Form::recorded(std::forward<A>(a), std::forward<B>(b));
+  } else {
+    return Form::recorded(std::forward<A>(a), std::forward<B>(b));
+  }
+}
+
 }  // namespace dimsum::grad::detail
 
 namespace dimsum {
@@ -161,7 +283,10 @@ namespace dimsum {
 template <fixed_string S, class A, class... Rest>
   requires(grad::detail::any_var_v<A, Rest...>)
 auto einsum(A&& a, Rest&&... rest) {
-  return grad::detail::einsum_string_var<S, false>(std::forward<A>(a), std::forward<Rest>(rest)...);
+  if constexpr (sizeof...(Rest) == 1)
+    return grad::detail::einsum_pair<grad::detail::string_einsum<S>>(std::forward<A>(a), std::forward<Rest>(rest)...);
+  else
+    return grad::detail::einsum_string_var<S, false>(std::forward<A>(a), std::forward<Rest>(rest)...);
 }
 
 /// rearrange on a var: records the permutation / regrouping; its gradient
@@ -177,23 +302,11 @@ auto rearrange(A&& a, Rest&&... rest) {
 template <dimension... Out, class A, class... Rest>
   requires(grad::detail::any_var_v<A, Rest...>)
 auto einsum(A&& a, Rest&&... rest) {
-  auto ops = std::make_tuple(grad::detail::lift(std::forward<A>(a)), grad::detail::lift(std::forward<Rest>(rest))...);
-  auto fwd = std::apply([](const auto&... v) { return detail::make_einsum<dim_list<Out...>>(v.value()...); }, ops);
-  if constexpr (is_invalid_v<decltype(fwd)>) {
-    return invalid_expression{};
-  } else {
-    using T = value_type_of_t<decltype(fwd)>;
-    using R = dims_of_t<decltype(fwd)>;
-    tensor_for_t<T, R> value = std::move(fwd);
-    const auto out_ext = value.extents();
-    const auto exts = std::apply([](const auto&... v) { return std::make_tuple(v.extents()...); }, ops);
-    return std::apply(
-        [&](const auto&... v) {
-          return grad::detail::record_einsum<R, typename std::remove_cvref_t<decltype(v)>::dims...>(std::move(value),
-                                                                                                     ops, exts, out_ext);
-        },
-        ops);
-  }
+  if constexpr (sizeof...(Rest) == 1)
+    return grad::detail::einsum_pair<grad::detail::named_einsum<dim_list<Out...>>>(std::forward<A>(a),
+                                                                                 std::forward<Rest>(rest)...);
+  else
+    return grad::detail::einsum_named_var<dim_list<Out...>>(std::forward<A>(a), std::forward<Rest>(rest)...);
 }
 
 }  // namespace dimsum

@@ -130,7 +130,7 @@ struct self_attention_v2 {
   /// `sa_v2(inputs)` in a training loop). Returns a var (Token, DOut).
   template <grad::detail::var_like X, dimension Token = detail::token_dim_t<X, DIn>>
     requires(detail::is_token_input_v<X, DIn>)
-  auto operator()(X&& x) {
+  grad::var<T, Token, DOut> operator()(X&& x) {
     auto keys = W_key(x);
     auto queries = W_query(x);
     auto values = W_value(x);

@@ -1,0 +1,379 @@
+// Attention written as plain contractions on grad::vars, with no wrapper:
+// the score einsum of two vars, scales, masks and softmax are lazy, and the
+// einsum with V that completes the pattern records one fused tape node
+// (the scores never materialised; uses_fused_attention_v holds on the var).
+// Checked against PyTorch float64 autograd of the unfused chain (fixtures of
+// tests/reference/make_grad_fixtures.py), the same chain recorded unfused
+// (the scores materialised into a var first), the same lines on tensors
+// (forward), and central finite differences of the tensor forward. Shapes:
+// causal, a padding mask with -1e9f and a query row masked whole, a sliding
+// window, grouped-query attention; a mask that is a local of a function
+// which returned before backward (owned, not referenced).
+
+#include <dimsum/grad/grad.hpp>
+#include <dimsum/ops/window_mask.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "golden.hpp"
+
+namespace {
+
+using namespace dimsum;
+
+DIMSUM_DIM(batch);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head);
+DIMSUM_DIM(d_value);
+DIMSUM_DIM(kv_head);
+DIMSUM_DIM(group);
+
+constexpr double ninf = -std::numeric_limits<double>::infinity();
+
+template <class Q, class K>
+auto scores(const Q& q, const K& k) {
+  return einsum<"batch q_posn d_head, batch k_posn d_head -> batch q_posn k_posn">(q, k);
+}
+template <class P, class V>
+auto attend(P&& p, const V& v) {
+  return einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(softmax<k_posn>(std::forward<P>(p)), v);
+}
+
+/// The causal chain of the fixtures, on tensors or vars.
+template <class Q, class K, class V>
+auto causal(const Q& q, const K& k, const V& v, double value) {
+  return attend(causal_mask<q_posn, k_posn>(scores(q, k) * 0.5, value), v);
+}
+
+/// The same on vars, line by line with named locals (on tensors the lazy
+/// result would refer to them after they are gone; a lazy var owns what
+/// it reads).
+template <class Q, class K, class V>
+auto causal_lines(const Q& q, const K& k, const V& v, double value) {
+  auto s = scores(q, k);
+  auto scaled = s * 0.5;
+  auto masked = causal_mask<q_posn, k_posn>(scaled, value);
+  return attend(masked, v);
+}
+
+template <class TT>
+TT random_tensor(TT t, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (auto* x = t.data(); x != t.data() + t.size(); ++x) *x = static_cast<std::remove_reference_t<decltype(*x)>>(u(gen));
+  return t;
+}
+
+/// Elements of got not within tol (1 + |want|) of want; NaN must meet NaN.
+template <class A, class B>
+std::size_t differ(const A& got, const B& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0;
+  for (std::size_t n = 0; n < want.size(); ++n) {
+    const double g = got.data()[n], w = want.data()[n];
+    if (std::isnan(w) ? !std::isnan(g) : !(std::abs(g - w) <= tol * (1 + std::abs(w)))) {
+      if (bad < 5) UNSCOPED_INFO("at " << n << ": got " << g << ", want " << w);
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+/// Central differences (step 1e-6) of sum(f(x) * r) along every element of x,
+/// f evaluated on tensors.
+template <class X, class F, class R>
+X finite_difference(X x, F f, const R& r) {
+  X g = X::from_extents(x.extents());
+  auto loss = [&] {
+    const R out = f(x);
+    double s = 0;
+    for (std::size_t n = 0; n < out.size(); ++n) s += out.data()[n] * r.data()[n];
+    return s;
+  };
+  for (std::size_t n = 0; n < x.size(); ++n) {
+    const double x0 = x.data()[n];
+    x.data()[n] = x0 + 1e-6;
+    const double up = loss();
+    x.data()[n] = x0 - 1e-6;
+    const double down = loss();
+    x.data()[n] = x0;
+    g.data()[n] = (up - down) / 2e-6;
+  }
+  return g;
+}
+
+using QT = tensor<double, batch, q_posn, d_head>;
+using KT = tensor<double, batch, k_posn, d_head>;
+using VT = tensor<double, batch, k_posn, d_value>;
+using OT = tensor<double, batch, q_posn, d_value>;
+
+}  // namespace
+
+TEST_CASE("attention on vars with no wrapper: one fused node; equals PyTorch, the unfused chain, the tensor forward") {
+  for (double value : {ninf, -3.0}) {
+    const std::string name = value == ninf ? "fused_attn_causal" : "fused_attn_causal_finite";
+    INFO(name);
+    const QT q0 = golden::load<QT>("grad/" + name + "_q.npy");
+    const KT k0 = golden::load<KT>("grad/" + name + "_k.npy");
+    const VT v0 = golden::load<VT>("grad/" + name + "_v.npy");
+    const OT r = golden::load<OT>("grad/" + name + "_r.npy");
+
+    grad::tape fused;
+    auto q = fused.watch(q0);
+    auto k = fused.watch(k0);
+    auto v = fused.watch(v0);
+    const std::size_t leaves = fused.size();
+    auto z = causal_lines(q, k, v, value);
+    static_assert(uses_fused_attention_v<decltype(z)>);  // on the var expression
+    CHECK(fused.size() == leaves + 1);                   // one node: no p x p scores recorded
+    const OT on_tensors = causal(q0, k0, v0, value);
+    CHECK(differ(z.value(), on_tensors, 0.0) == 0);  // the same kernel, the same values
+    fused.backward(sum<batch, q_posn, d_value>(z * r));
+    golden::check(gradient(q), "grad/" + name + "_grad_q.npy", 1e-12, 1e-12);
+    golden::check(gradient(k), "grad/" + name + "_grad_k.npy", 1e-12, 1e-12);
+    golden::check(gradient(v), "grad/" + name + "_grad_v.npy", 1e-12, 1e-12);
+
+    // The same chain with the scores materialised first: recorded unfused.
+    grad::tape unfused;
+    auto uq = unfused.watch(q0);
+    auto uk = unfused.watch(k0);
+    auto uv = unfused.watch(v0);
+    grad::var<double, batch, q_posn, k_posn> s = scores(uq, uk);
+    auto uz = attend(causal_mask<q_posn, k_posn>(s * 0.5, value), uv);
+    static_assert(!uses_fused_attention_v<decltype(uz)>);
+    CHECK(unfused.size() > leaves + 1);
+    unfused.backward(sum<batch, q_posn, d_value>(uz * r));
+    CHECK(differ(gradient(q), gradient(uq), 1e-12) == 0);
+    CHECK(differ(gradient(k), gradient(uk), 1e-12) == 0);
+    CHECK(differ(gradient(v), gradient(uv), 1e-12) == 0);
+  }
+}
+
+TEST_CASE("attention on vars with no wrapper: gradients equal central finite differences") {
+  const QT q0 = random_tensor(QT(batch{2}, q_posn{7}, d_head{3}), 1);
+  const KT k0 = random_tensor(KT(batch{2}, k_posn{9}, d_head{3}), 2);
+  const VT v0 = random_tensor(VT(batch{2}, k_posn{9}, d_value{2}), 3);
+  const OT r = random_tensor(OT(batch{2}, q_posn{7}, d_value{2}), 4);
+  // einsum(k, q) order and a division: the kernel's q is the einsum's second operand
+  auto chain = [](const auto& q, const auto& k, const auto& v) {
+    return attend(window_mask<q_posn, k_posn>(
+                      einsum<"batch k_posn d_head, batch q_posn d_head -> batch q_posn k_posn">(k, q) / 1.7, 4, ninf, 2),
+                  v);
+  };
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto z = chain(q, k, v);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  CHECK(t.size() == 4);
+  {  // V first in the outer einsum: the same node
+    grad::tape other;
+    auto v2 = einsum<"batch k_posn d_value, batch q_posn k_posn -> batch q_posn d_value">(
+        other.watch(v0), softmax<k_posn>(scores(other.watch(q0), other.watch(k0)) * 0.5));
+    static_assert(uses_fused_attention_v<decltype(v2)>);
+    CHECK(other.size() == 4);
+    CHECK(differ(v2.value(), OT(attend(scores(q0, k0) * 0.5, v0)), 1e-12) == 0);
+  }
+  t.backward(sum<batch, q_posn, d_value>(z * r));
+  CHECK(differ(gradient(q), finite_difference(q0, [&](const QT& x) { return OT(chain(x, k0, v0)); }, r), 1e-7) == 0);
+  CHECK(differ(gradient(k), finite_difference(k0, [&](const KT& x) { return OT(chain(q0, x, v0)); }, r), 1e-7) == 0);
+  CHECK(differ(gradient(v), finite_difference(v0, [&](const VT& x) { return OT(chain(q0, k0, x)); }, r), 1e-7) == 0);
+}
+
+namespace {
+
+using FQ = tensor<float, batch, q_posn, d_head>;
+using FK = tensor<float, batch, k_posn, d_head>;
+using FV = tensor<float, batch, k_posn, d_value>;
+using FO = tensor<float, batch, q_posn, d_value>;
+
+/// Seed 003's padding: masked_fill of the scores where !keep with -1e9f;
+/// `keep` is a local of this function, gone before backward runs.
+template <class Q, class K, class V>
+auto padded(const Q& q, const K& k, const V& v, const std::vector<int>& lengths, std::size_t nq, std::size_t nk) {
+  tensor<bool, batch, q_posn, k_posn> keep(batch{lengths.size()}, q_posn{nq}, k_posn{nk});
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    for (std::size_t i = 0; i < nq; ++i)
+      for (std::size_t j = 0; j < nk; ++j)
+        keep(batch{b}, q_posn{i}, k_posn{j}) = int(j) < lengths[b] && int(i) < lengths[b];
+  return attend(masked_fill(scores(q, k) * 0.5f, !keep, -1e9f), v);
+}
+
+}  // namespace
+
+TEST_CASE("attention on vars with no wrapper: 2 queries, 3 keys, ones, one query row masked with -1e9f") {
+  FQ q0(batch{1}, q_posn{2}, d_head{1});
+  FK k0(batch{1}, k_posn{3}, d_head{1});
+  FV v0(batch{1}, k_posn{3}, d_value{1});
+  std::fill_n(q0.data(), 2, 1.0f);
+  std::fill_n(k0.data(), 3, 1.0f);
+  std::fill_n(v0.data(), 3, 1.0f);
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto z = padded(q, k, v, {1}, 2, 3);  // query 1 and keys 1, 2 are padding
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  CHECK(t.size() == 4);
+  t.backward(sum<batch, q_posn, d_value>(z));
+  // row 0 keeps key 0 alone (weight 1); row 1's three fills weigh 1/3 each
+  const float want[3] = {1.0f + 1.0f / 3, 1.0f / 3, 1.0f / 3};
+  for (std::size_t j = 0; j < 3; ++j) CHECK(gradient(v).data()[j] == Approx(want[j]).epsilon(1e-6));
+  for (std::size_t i = 0; i < 2; ++i) CHECK(gradient(q).data()[i] == 0.0f);
+  for (std::size_t j = 0; j < 3; ++j) CHECK(gradient(k).data()[j] == 0.0f);
+}
+
+TEST_CASE("attention on vars with no wrapper: padding with -1e9f from a function's local mask, fused == unfused") {
+  const FQ q0 = random_tensor(FQ(batch{2}, q_posn{70}, d_head{5}), 5);
+  const FK k0 = random_tensor(FK(batch{2}, k_posn{70}, d_head{5}), 6);
+  const FV v0 = random_tensor(FV(batch{2}, k_posn{70}, d_value{3}), 7);
+  const FO r = random_tensor(FO(batch{2}, q_posn{70}, d_value{3}), 8);
+  const std::vector<int> lengths{70, 41};
+  grad::tape t, u;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto z = padded(q, k, v, lengths, 70, 70);
+  CHECK(t.size() == 4);
+  t.backward(sum<batch, q_posn, d_value>(z * r));
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  grad::var<float, batch, q_posn, k_posn> s = scores(uq, uk);  // the scores materialised: unfused
+  tensor<bool, batch, q_posn, k_posn> keep(batch{2}, q_posn{70}, k_posn{70});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t i = 0; i < 70; ++i)
+      for (std::size_t j = 0; j < 70; ++j) keep(batch{b}, q_posn{i}, k_posn{j}) = int(j) < lengths[b] && int(i) < lengths[b];
+  auto uz = attend(masked_fill(s * 0.5f, !keep, -1e9f), uv);
+  u.backward(sum<batch, q_posn, d_value>(uz * r));
+  CHECK(differ(z.value(), uz.value(), 2e-5) == 0);
+  CHECK(differ(gradient(q), gradient(uq), 2e-5) == 0);
+  CHECK(differ(gradient(k), gradient(uk), 2e-5) == 0);
+  CHECK(differ(gradient(v), gradient(uv), 2e-5) == 0);
+}
+
+TEST_CASE("attention on vars with no wrapper: grouped-query attention (K and V shared by a group of query heads)") {
+  using GQ = tensor<double, batch, q_posn, kv_head, group, d_head>;
+  using GK = tensor<double, batch, k_posn, kv_head, d_head>;
+  using GV = tensor<double, batch, k_posn, kv_head, d_value>;
+  using GO = tensor<double, batch, q_posn, kv_head, group, d_value>;
+  const GQ q0 = random_tensor(GQ(batch{1}, q_posn{6}, kv_head{2}, group{2}, d_head{3}), 9);
+  const GK k0 = random_tensor(GK(batch{1}, k_posn{6}, kv_head{2}, d_head{3}), 10);
+  const GV v0 = random_tensor(GV(batch{1}, k_posn{6}, kv_head{2}, d_value{2}), 11);
+  const GO r = random_tensor(GO(batch{1}, q_posn{6}, kv_head{2}, group{2}, d_value{2}), 12);
+  auto chain = [](const auto& q, const auto& k, const auto& v) {
+    return einsum<"batch kv_head group q_posn k_posn, batch k_posn kv_head d_value -> batch q_posn kv_head group d_value">(
+        softmax<k_posn>(causal_mask<q_posn, k_posn>(
+            einsum<"batch q_posn kv_head group d_head, batch k_posn kv_head d_head -> batch kv_head group q_posn k_posn">(q, k) *
+                0.6,
+            ninf)),
+        v);
+  };
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto z = chain(q, k, v);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  CHECK(t.size() == 4);
+  CHECK(differ(z.value(), GO(chain(q0, k0, v0)), 0.0) == 0);
+  t.backward(sum<batch, q_posn, kv_head, group, d_value>(z * r));
+  CHECK(differ(gradient(q), finite_difference(q0, [&](const GQ& x) { return GO(chain(x, k0, v0)); }, r), 1e-7) == 0);
+  CHECK(differ(gradient(k), finite_difference(k0, [&](const GK& x) { return GO(chain(q0, x, v0)); }, r), 1e-7) == 0);
+  CHECK(differ(gradient(v), finite_difference(v0, [&](const GV& x) { return GO(chain(q0, k0, x)); }, r), 1e-7) == 0);
+}
+
+TEST_CASE("a lazy var chain used any other way is recorded unfused, once") {
+  const QT q0 = random_tensor(QT(batch{1}, q_posn{4}, d_head{3}), 13);
+  const KT k0 = random_tensor(KT(batch{1}, k_posn{5}, d_head{3}), 14);
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto s = scores(q, k) * 2.0;
+  CHECK(t.size() == 2);                       // nothing recorded yet
+  auto total = sum<batch, q_posn, k_posn>(s);  // an operation that does not continue the chain
+  CHECK(t.size() == 5);                       // einsum, * 2, sum
+  auto again = sum<batch, q_posn, k_posn>(s * s);
+  CHECK(t.size() == 7);  // s is recorded once: s * s and the sum
+  t.backward(total + again);
+  // d/dq of sum(2 qk) + sum(4 (qk)^2): 2 sum_j k_j + 8 sum_j (q.k_j) k_j
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t d = 0; d < 3; ++d) {
+      double want = 0;
+      for (std::size_t j = 0; j < 5; ++j) {
+        double dot = 0;
+        for (std::size_t x = 0; x < 3; ++x) dot += q0(batch{0}, q_posn{i}, d_head{x}) * k0(batch{0}, k_posn{j}, d_head{x});
+        want += 2 * k0(batch{0}, k_posn{j}, d_head{d}) + 8 * dot * k0(batch{0}, k_posn{j}, d_head{d});
+      }
+      CHECK(gradient(q)(batch{0}, q_posn{i}, d_head{d}) == Approx(want).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("grad::fused_attention: f runs once on the vars; a local f reads and a mask it captures may be gone") {
+  const QT q0 = random_tensor(QT(batch{2}, q_posn{9}, d_head{3}), 15);
+  const KT k0 = random_tensor(KT(batch{2}, k_posn{11}, d_head{3}), 16);
+  const VT v0 = random_tensor(VT(batch{2}, k_posn{11}, d_value{2}), 17);
+  const OT r = random_tensor(OT(batch{2}, q_posn{9}, d_value{2}), 18);
+  auto hidden_at = [](std::size_t b, std::size_t i, std::size_t j) { return (i + 2 * j + b) % 5 == 0; };
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto make = [&] {
+    tensor<bool, batch, q_posn, k_posn> hidden(batch{2}, q_posn{9}, k_posn{11});  // gone when make returns
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t i = 0; i < 9; ++i)
+        for (std::size_t j = 0; j < 11; ++j) hidden(batch{b}, q_posn{i}, k_posn{j}) = hidden_at(b, i, j);
+    return grad::fused_attention(q, k, v, [&hidden](const auto& q, const auto& k, const auto& v) {
+      auto s = scores(q, k) * 0.5;  // a named local of f
+      return attend(masked_fill(s, hidden, ninf), v);
+    });
+  };
+  auto z = make();
+  CHECK(t.size() == 4);
+  t.backward(sum<batch, q_posn, d_value>(z * r));
+
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  tensor<bool, batch, q_posn, k_posn> hidden(batch{2}, q_posn{9}, k_posn{11});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t i = 0; i < 9; ++i)
+      for (std::size_t j = 0; j < 11; ++j) hidden(batch{b}, q_posn{i}, k_posn{j}) = hidden_at(b, i, j);
+  grad::var<double, batch, q_posn, k_posn> s = scores(uq, uk);  // materialised: unfused
+  auto uz = attend(masked_fill(s * 0.5, hidden, ninf), uv);
+  u.backward(sum<batch, q_posn, d_value>(uz * r));
+  CHECK(differ(z.value(), uz.value(), 1e-12) == 0);
+  CHECK(differ(gradient(q), gradient(uq), 1e-12) == 0);
+  CHECK(differ(gradient(k), gradient(uk), 1e-12) == 0);
+  CHECK(differ(gradient(v), gradient(uv), 1e-12) == 0);
+}
+
+TEST_CASE("attention_not_fused_reason_v names the part of an attention-shaped expression that blocked fusion") {
+  const QT q(batch{1}, q_posn{2}, d_head{3});
+  const KT k(batch{1}, k_posn{2}, d_head{3});
+  const VT v(batch{1}, k_posn{2}, d_value{1});
+  const tensor<double, batch> per_batch(batch{1});
+  using fused = decltype(attend(scores(q, k) * 0.5, v));
+  STATIC_REQUIRE(uses_fused_attention_v<fused>);
+  STATIC_REQUIRE(attention_not_fused_reason_v<fused>.empty());
+  using scaled_by_tensor = decltype(attend(scores(q, k) * per_batch, v));
+  STATIC_REQUIRE(!uses_fused_attention_v<scaled_by_tensor>);
+  STATIC_REQUIRE(attention_not_fused_reason_v<scaled_by_tensor>.starts_with("the softmax's operand is not"));
+  using no_softmax = decltype(einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(scores(q, k), v));
+  STATIC_REQUIRE(attention_not_fused_reason_v<no_softmax> == "neither operand of the outer einsum is a softmax");
+  using keeps_keys =
+      decltype(einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn k_posn d_value">(softmax<k_posn>(scores(q, k)), v));
+  STATIC_REQUIRE(attention_not_fused_reason_v<keeps_keys> ==
+                 "the outer einsum does not sum exactly the key dim and keep every other dim");
+}
