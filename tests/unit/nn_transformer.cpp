@@ -7,12 +7,14 @@
 // against plain loops with the mask nn::dropout draws, and central finite
 // differences of those loops. nn::rms_norm, nn::swiglu and nn::gelu_mlp
 // against PyTorch float64 modules (output, input and parameter gradients),
-// and rms_norm over an inner dim against plain loops.
+// and rms_norm over an inner dim against plain loops; nn::rotary_attention
+// against a PyTorch Llama-style attention, with and without a window.
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/io/npy_dir.hpp>
+#include <dimsum/nn/rotary_attention.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -333,4 +335,14 @@ TEST_CASE("rms_norm over a dim other than the last, with a constant weight", "[n
     xs.data()[i] = x0;
     CHECK(gradient(xv).data()[i] == Approx((up - down) / (2 * h)).margin(1e-7));
   }
+}
+
+TEST_CASE("nn::rotary_attention equals Llama's attention in PyTorch (RoPE, grouped heads, causal)", "[nn][modules]") {
+  auto make = [] { return nn::rotary_attention<double, posn, d_model, heads, kv_heads, d_head>(d_model{8}, heads{4}, kv_heads{2}, d_head{4}); };
+  check_module("rotary_attention", make, 16 * 8 + 2 * 8 * 8 + 8 * 16);
+  check_module("rotary_attention_window", [&] {
+    auto m = make();
+    m.window = 3;
+    return m;
+  }, 16 * 8 + 2 * 8 * 8 + 8 * 16);
 }

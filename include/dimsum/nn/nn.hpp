@@ -15,5 +15,6 @@
 #include <dimsum/nn/module.hpp>
 #include <dimsum/nn/positional_encoding.hpp>
 #include <dimsum/nn/rms_norm.hpp>
+#include <dimsum/nn/rotary_attention.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/ops/arange.hpp>
