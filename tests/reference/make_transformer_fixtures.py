@@ -40,6 +40,11 @@ seeded normal distribution, files ``params/<state-dict key>``,
   (repeat_interleave) to 4, causal softmax(q k^T / 2) v; the second with a
   sliding window of 3 (key j visible from query i when i - 3 < j <= i).
 
+- ``transformer_block``: Llama's pre-norm decoder layer on x (2, 5, 8):
+  ``h = x + self_attn(input_layernorm(x))``, ``y = h +
+  mlp(post_attention_layernorm(h))`` with the RMSNorm, rotary attention (4
+  heads, 2 key/value heads of 4) and SwiGLU (hidden 12) above.
+
 Run with Debian's interpreter, which has torch:
 
     /usr/bin/python3 tests/reference/make_transformer_fixtures.py [OUTPUT_DIR]
@@ -186,6 +191,19 @@ class RotaryAttention(torch.nn.Module):
         return self.o_proj(out.transpose(1, 2).reshape(B, L, self.heads * self.head_dim))
 
 
+class Block(torch.nn.Module):
+    def __init__(self, d, heads, kv_heads, head_dim, hidden):
+        super().__init__()
+        self.input_layernorm = RMSNorm(d)
+        self.self_attn = RotaryAttention(d, heads, kv_heads, head_dim)
+        self.post_attention_layernorm = RMSNorm(d)
+        self.mlp = SwiGLU(d, hidden)
+
+    def forward(self, x):
+        h = x + self.self_attn(self.input_layernorm(x))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
 def module_case(name, seed, model, x_shape):
     gen = torch.Generator().manual_seed(seed)
     model = model.double()
@@ -216,6 +234,7 @@ def main():
     module_case("gelu_mlp", 31103, GeluMLP(4, 6), (2, 3, 4))
     module_case("rotary_attention", 31104, RotaryAttention(8, 4, 2, 4), (2, 5, 8))
     module_case("rotary_attention_window", 31105, RotaryAttention(8, 4, 2, 4, window=3), (2, 5, 8))
+    module_case("transformer_block", 31106, Block(8, 4, 2, 4, 12), (2, 5, 8))
 
 
 if __name__ == "__main__":

@@ -8,13 +8,15 @@
 // differences of those loops. nn::rms_norm, nn::swiglu and nn::gelu_mlp
 // against PyTorch float64 modules (output, input and parameter gradients),
 // and rms_norm over an inner dim against plain loops; nn::rotary_attention
-// against a PyTorch Llama-style attention, with and without a window.
+// against a PyTorch Llama-style attention, with and without a window;
+// nn::transformer_block against Llama's pre-norm decoder layer.
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/io/npy_dir.hpp>
 #include <dimsum/nn/rotary_attention.hpp>
+#include <dimsum/nn/transformer_block.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -345,4 +347,12 @@ TEST_CASE("nn::rotary_attention equals Llama's attention in PyTorch (RoPE, group
     m.window = 3;
     return m;
   }, 16 * 8 + 2 * 8 * 8 + 8 * 16);
+}
+
+TEST_CASE("nn::transformer_block equals Llama's pre-norm decoder layer in PyTorch", "[nn][modules]") {
+  DIMSUM_DIM(d_hidden);
+  check_module("transformer_block", [] {
+    return nn::transformer_block<double, posn, d_model, heads, kv_heads, d_head, d_hidden>(
+        d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_hidden{12});
+  }, 8 + (16 * 8 + 2 * 8 * 8 + 8 * 16) + 8 + 3 * 8 * 12);
 }

@@ -16,5 +16,6 @@
 #include <dimsum/nn/positional_encoding.hpp>
 #include <dimsum/nn/rms_norm.hpp>
 #include <dimsum/nn/rotary_attention.hpp>
+#include <dimsum/nn/transformer_block.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/ops/arange.hpp>
