@@ -33,6 +33,18 @@ seeded normal distribution, files ``params/<state-dict key>``,
 - ``gelu_mlp``: ``c_proj(gelu(c_fc(x)))``, Linears with bias 4 -> 6 -> 4,
   the exact (erf) GELU.
 
+- ``rotary_attention`` and ``rotary_attention_window``: Llama's attention,
+  x (batch 2, posn 5, d_model 8), bias-free q_proj 8 -> 4 heads x 4,
+  k_proj and v_proj 8 -> 2 heads x 4, o_proj 16 -> 8; rotary embeddings with
+  ``rotate_half`` (base 10000) on q and k, k and v heads repeated
+  (repeat_interleave) to 4, causal softmax(q k^T / 2) v; the second with a
+  sliding window of 3 (key j visible from query i when i - 3 < j <= i).
+
+- ``transformer_block``: Llama's pre-norm decoder layer on x (2, 5, 8):
+  ``h = x + self_attn(input_layernorm(x))``, ``y = h +
+  mlp(post_attention_layernorm(h))`` with the RMSNorm, rotary attention (4
+  heads, 2 key/value heads of 4) and SwiGLU (hidden 12) above.
+
 Run with Debian's interpreter, which has torch:
 
     /usr/bin/python3 tests/reference/make_transformer_fixtures.py [OUTPUT_DIR]
@@ -148,6 +160,50 @@ class GeluMLP(torch.nn.Module):
         return self.c_proj(torch.nn.functional.gelu(self.c_fc(x)))
 
 
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class RotaryAttention(torch.nn.Module):
+    def __init__(self, d, heads, kv_heads, head_dim, window=None):
+        super().__init__()
+        self.q_proj = torch.nn.Linear(d, heads * head_dim, bias=False)
+        self.k_proj = torch.nn.Linear(d, kv_heads * head_dim, bias=False)
+        self.v_proj = torch.nn.Linear(d, kv_heads * head_dim, bias=False)
+        self.o_proj = torch.nn.Linear(heads * head_dim, d, bias=False)
+        self.heads, self.kv_heads, self.head_dim, self.window = heads, kv_heads, head_dim, window
+
+    def forward(self, x):
+        B, L, _ = x.shape
+        q = self.q_proj(x).view(B, L, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, L, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, L, self.kv_heads, self.head_dim).transpose(1, 2)
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, self.head_dim, 2, dtype=torch.float64) / self.head_dim))
+        freqs = torch.outer(torch.arange(L, dtype=torch.float64), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        g = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        out = attention(q, k, v, causal_offset=0, window=self.window)
+        return self.o_proj(out.transpose(1, 2).reshape(B, L, self.heads * self.head_dim))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads, kv_heads, head_dim, hidden):
+        super().__init__()
+        self.input_layernorm = RMSNorm(d)
+        self.self_attn = RotaryAttention(d, heads, kv_heads, head_dim)
+        self.post_attention_layernorm = RMSNorm(d)
+        self.mlp = SwiGLU(d, hidden)
+
+    def forward(self, x):
+        h = x + self.self_attn(self.input_layernorm(x))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
 def module_case(name, seed, model, x_shape):
     gen = torch.Generator().manual_seed(seed)
     model = model.double()
@@ -176,6 +232,9 @@ def main():
     module_case("rms_norm", 31101, RMSNorm(4), (2, 3, 4))
     module_case("swiglu", 31102, SwiGLU(4, 6), (2, 3, 4))
     module_case("gelu_mlp", 31103, GeluMLP(4, 6), (2, 3, 4))
+    module_case("rotary_attention", 31104, RotaryAttention(8, 4, 2, 4), (2, 5, 8))
+    module_case("rotary_attention_window", 31105, RotaryAttention(8, 4, 2, 4, window=3), (2, 5, 8))
+    module_case("transformer_block", 31106, Block(8, 4, 2, 4, 12), (2, 5, 8))
 
 
 if __name__ == "__main__":

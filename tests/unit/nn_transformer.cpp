@@ -7,12 +7,16 @@
 // against plain loops with the mask nn::dropout draws, and central finite
 // differences of those loops. nn::rms_norm, nn::swiglu and nn::gelu_mlp
 // against PyTorch float64 modules (output, input and parameter gradients),
-// and rms_norm over an inner dim against plain loops.
+// and rms_norm over an inner dim against plain loops; nn::rotary_attention
+// against a PyTorch Llama-style attention, with and without a window;
+// nn::transformer_block against Llama's pre-norm decoder layer.
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/io/npy_dir.hpp>
+#include <dimsum/nn/rotary_attention.hpp>
+#include <dimsum/nn/transformer_block.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -333,4 +337,22 @@ TEST_CASE("rms_norm over a dim other than the last, with a constant weight", "[n
     xs.data()[i] = x0;
     CHECK(gradient(xv).data()[i] == Approx((up - down) / (2 * h)).margin(1e-7));
   }
+}
+
+TEST_CASE("nn::rotary_attention equals Llama's attention in PyTorch (RoPE, grouped heads, causal)", "[nn][modules]") {
+  auto make = [] { return nn::rotary_attention<double, posn, d_model, heads, kv_heads, d_head>(d_model{8}, heads{4}, kv_heads{2}, d_head{4}); };
+  check_module("rotary_attention", make, 16 * 8 + 2 * 8 * 8 + 8 * 16);
+  check_module("rotary_attention_window", [&] {
+    auto m = make();
+    m.window = 3;
+    return m;
+  }, 16 * 8 + 2 * 8 * 8 + 8 * 16);
+}
+
+TEST_CASE("nn::transformer_block equals Llama's pre-norm decoder layer in PyTorch", "[nn][modules]") {
+  DIMSUM_DIM(d_hidden);
+  check_module("transformer_block", [] {
+    return nn::transformer_block<double, posn, d_model, heads, kv_heads, d_head, d_hidden>(
+        d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_hidden{12});
+  }, 8 + (16 * 8 + 2 * 8 * 8 + 8 * 16) + 8 + 3 * 8 * 12);
 }

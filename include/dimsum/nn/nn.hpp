@@ -19,5 +19,7 @@
 #include <dimsum/nn/positional_encoding.hpp>
 #include <dimsum/nn/seeds/old_names.hpp>
 #include <dimsum/nn/rms_norm.hpp>
+#include <dimsum/nn/rotary_attention.hpp>
+#include <dimsum/nn/transformer_block.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/ops/arange.hpp>

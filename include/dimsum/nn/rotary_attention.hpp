@@ -1,0 +1,114 @@
+#pragma once
+/// \file
+/// `nn::rotary_attention<T, Pos, Model, Heads, KVHeads, Head>`: the causal
+/// self-attention of Llama-style models, as a module of four reflected
+/// bias-free `linear`s with Hugging Face's state-dict names ("q_proj.weight",
+/// "k_proj.weight", "v_proj.weight", "o_proj.weight"): x (.., Pos, Model) is
+/// projected to Heads query heads and KVHeads key/value heads of width Head,
+/// rotary position embeddings (`rope`, half_split pairs as `rotate_half`,
+/// base 10000) turn q and k along Pos, `scaled_dot_product_attention` runs
+/// causal (with an optional sliding window) with the key/value heads
+/// shared by groups when KVHeads differs from Heads, and o_proj maps the
+/// merged heads back to Model. On tensors it returns a tensor with x's
+/// dims; on a var it records on its tape with every weight watched.
+///
+///     nn::rotary_attention<float, posn, d_model, heads, kv_heads, d_head> attn(d_model{64}, heads{4}, kv_heads{2}, d_head{16});
+///     auto y = attn(x);   // x (batch, posn, d_model) -> y (batch, posn, d_model)
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <boost/hana/define_struct.hpp>
+
+#include <dimsum/grad/rules/regroup.hpp>
+#include <dimsum/grad/rules/rename.hpp>
+#include <dimsum/grad/rules/rope.hpp>
+#include <dimsum/grad/tape.hpp>
+#include <dimsum/nn/detail/on_tape.hpp>
+#include <dimsum/nn/linear.hpp>
+#include <dimsum/nn/scaled_dot_product_attention.hpp>
+#include <dimsum/ops/regroup.hpp>
+#include <dimsum/ops/rename.hpp>
+#include <dimsum/ops/rope.hpp>
+
+namespace dimsum::nn {
+
+template <class T, dimension Pos, dimension Model, dimension Heads, dimension KVHeads, dimension Head,
+          dimension QFeatures = dim<"q_features">, dimension KVFeatures = dim<"kv_features">>
+struct rotary_attention {
+  BOOST_HANA_DEFINE_STRUCT(rotary_attention, (linear<T, Model, QFeatures>, q_proj),
+                           (linear<T, Model, KVFeatures>, k_proj), (linear<T, Model, KVFeatures>, v_proj),
+                           (linear<T, QFeatures, Model>, o_proj));
+  std::size_t heads = 0, kv_heads = 0, head_dim = 0;
+  /// RoPE's base and pairing.
+  double rope_base = 10000.0;
+  rope_pairs pairs = rope_pairs::half_split;
+  /// Nonzero: each query sees itself and the `window - 1` keys before it.
+  std::size_t window = 0;
+
+  rotary_attention() = default;
+  /// Zero weights: `reset_parameters` or a state-dict load fills them.
+  /// Heads's extent must be a multiple of KVHeads's (checked when called).
+  rotary_attention(Model model, Heads h, KVHeads kvh, Head d)
+      : q_proj(model, QFeatures{h.value * d.value}, false),
+        k_proj(model, KVFeatures{kvh.value * d.value}, false),
+        v_proj(model, KVFeatures{kvh.value * d.value}, false),
+        o_proj(QFeatures{h.value * d.value}, model, false),
+        heads(h.value),
+        kv_heads(kvh.value),
+        head_dim(d.value) {}
+
+  /// Each layer's nn.Linear initialisation, seeds `seed` to `seed + 3`.
+  void reset_parameters(std::uint64_t seed) {
+    q_proj.reset_parameters(seed);
+    k_proj.reset_parameters(seed + 1);
+    v_proj.reset_parameters(seed + 2);
+    o_proj.reset_parameters(seed + 3);
+  }
+
+  template <named_expression X>
+  auto operator()(const X& x) const {
+    return attend(*this, x, [](const auto& layer, const auto& in) { return layer(in); });
+  }
+
+  /// On x's tape (a var x), with the weights watched.
+  template <grad::detail::var_like X>
+  auto operator()(const X& x) {
+    grad::tape& t = detail::tape_of_input(x, "nn::rotary_attention");
+    return attend(*this, x, [&t](auto& layer, const auto& in) { return layer(t, in); });
+  }
+
+ private:
+  /// The key positions: Pos renamed, for the attention's two position dims.
+  using KeyPos = dim<"rotary_key_posn">;
+  static constexpr bool grouped = Heads::name.view() != KVHeads::name.view();
+  using grouping = std::conditional_t<grouped, grouped_kv<Heads, KVHeads>, ungrouped>;
+
+  template <dimension F, dimension H, class Y>
+  static auto split(Y&& y, std::size_t h, std::size_t d) {
+    constexpr std::size_t pos = dimsum::detail::find_name(dims_of_t<Y>::names, F::name.view());
+    return split_dim<pos, dim_list<H, Head>>(std::forward<Y>(y), std::array<std::size_t, 2>{h, d});
+  }
+
+  // apply(layer, input) runs a layer of self (const for tensors) on
+  // tensors or on the tape.
+  template <class Self, class X, class Apply>
+  static auto attend(Self& self, const X& x, Apply apply) {
+    const std::size_t heads = self.heads, kv_heads = self.kv_heads, head_dim = self.head_dim;
+    const auto pairs = self.pairs;
+    const double rope_base = self.rope_base;
+    auto q = rope<Pos, Head>(split<QFeatures, Heads>(apply(self.q_proj, x), heads, head_dim), pairs, rope_base);
+    auto k = rope<Pos, Head>(split<KVFeatures, KVHeads>(apply(self.k_proj, x), kv_heads, head_dim), pairs, rope_base);
+    auto v = split<KVFeatures, KVHeads>(apply(self.v_proj, x), kv_heads, head_dim);
+    auto o = scaled_dot_product_attention<Pos, KeyPos, Head, grouping>(
+        q, rename<Pos, KeyPos>(k), rename<Pos, KeyPos>(v), no_mask{}, {.is_causal = true, .window = self.window});
+    constexpr std::size_t hp = dimsum::detail::find_name(dims_of_t<decltype(o)>::names, Heads::name.view());
+    return apply(self.o_proj, merge_dims<hp, 2, QFeatures>(std::move(o)));
+  }
+};
+
+}  // namespace dimsum::nn
