@@ -477,6 +477,8 @@ struct typed_einsum_mode;
 namespace dimsum::detail {
 template <fixed_string S, bool Rearrange, class... Args>
 auto einsum_string_args(Args&&... args);
+template <fixed_string S, class Mode, class... Args>
+auto pattern_args(const Mode& mode, Args&&... args);
 }  // namespace dimsum::detail
 
 #include <dimsum/ops/detail/einsum_string_form.hpp>
