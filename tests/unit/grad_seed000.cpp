@@ -56,7 +56,14 @@ auto attention(const X& x, const W& w, OnPattern on_pattern = {}) {
   auto scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
       dimsum::rename<posn, q_posn>(q), dimsum::rename<posn, k_posn>(k));
   auto masked = dimsum::causal_mask<q_posn, k_posn>(scores / scale, -std::numeric_limits<float>::infinity());
-  auto pattern = dimsum::softmax<k_posn>(masked);
+  // A pattern that a callback sees is recorded as its own node (on vars the
+  // softmax is otherwise lazy and fuses into the attention node).
+  auto pattern = [&] {
+    if constexpr (std::is_same_v<OnPattern, ignore_pattern>)
+      return dimsum::softmax<k_posn>(masked);
+    else
+      return dimsum::eval(dimsum::softmax<k_posn>(masked));
+  }();
   on_pattern(pattern);
   auto z = einsum<"batch k_posn nheads d_head, batch nheads q_posn k_posn -> batch q_posn nheads d_head">(
       dimsum::rename<posn, k_posn>(v), pattern);
