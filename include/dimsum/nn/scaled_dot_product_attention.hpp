@@ -284,7 +284,8 @@ auto run_attention(const Q& q, const K& k, const V& v, const M& mask, const atte
     auto vv = as_var(v);
     if (o.dropout_p > 0.0) {
       auto w = softmax<KP>(attention_scores<LS, QP, KP>(qv, kv, scale, window, offset, m));
-      return merge_heads<LQ0, G>(einsum_into<LO>(dimsum::dropout(w, o.dropout_p, o.seed), vv));
+      // evaluated: an einsum of two vars is lazy, and both paths return a var
+      return merge_heads<LQ0, G>(dimsum::eval(einsum_into<LO>(dimsum::dropout(w, o.dropout_p, o.seed), vv)));
     }
     // Everything the node's f reads is its own: the values, the mask's copy.
     auto f = [scale, window, offset, m = std::move(m)](const auto& qh, const auto& kh, const auto& vh) {
