@@ -24,7 +24,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <type_traits>
 
@@ -123,10 +122,10 @@ struct bf16_dot_kernel {
       __m512i bv[NV];
       unrolled<NV>([&](auto v) { bv[v] = _mm512_load_si512(pb + v * 32); });
       unrolled<MR>([&](auto i) {
-        std::int32_t pair;
-        std::memcpy(&pair, a + i * 4, 4);
-        const __m512i ai = _mm512_set1_epi32(pair);
-        unrolled<NV>([&](auto v) { acc[i][v] = _mm512_dpbf16_ps(acc[i][v], (__m512bh)ai, (__m512bh)bv[v]); });
+        // The pair is broadcast as a float: clang 16 at -O3 recurses without
+        // end (VectorCombine) on a broadcast int32 bit-cast to bf16 pairs.
+        const __m512bh ai = (__m512bh)_mm512_broadcastss_ps(_mm_load_ss(reinterpret_cast<const float*>(a + i * 4)));
+        unrolled<NV>([&](auto v) { acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, (__m512bh)bv[v]); });
       });
       a += MR * 4;
       pb += 2 * nr;
