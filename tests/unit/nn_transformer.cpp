@@ -14,7 +14,8 @@
 // untied embeddings against a PyTorch Llama-style model: logits, the cross
 // entropy and every parameter's gradient, then five AdamW steps with decay
 // on the matrices only (each step's loss and the final parameters against
-// torch.optim.AdamW's). Decoding with key/value caches (rotary_attention,
+// torch.optim.AdamW's); tied, one table in the optimizer's states and in the
+// checkpoint. Decoding with key/value caches (rotary_attention,
 // transformer), a prompt then one token at a time, against the same
 // PyTorch full causal forwards.
 
@@ -22,12 +23,14 @@
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/io/npy_dir.hpp>
+#include <dimsum/io/state_dict.hpp>
 #include <dimsum/nn/rotary_attention.hpp>
 #include <dimsum/nn/transformer.hpp>
 #include <dimsum/nn/transformer_block.hpp>
 #include <dimsum/optim/optim.hpp>
 #include <dimsum/ops/slice.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +42,7 @@
 #include <catch2/catch.hpp>
 
 #include "golden.hpp"
+#include "scoped_dir.hpp"
 
 namespace {
 
@@ -474,6 +478,22 @@ TEST_CASE("nn::transformer with tied embeddings: one table, its gradient the loo
   CHECK(names.front() == "embed_tokens.weight");
   CHECK(names[1] == "layers.0.input_layernorm.weight");
   CHECK(names.back() == "norm.weight");
+  // the checkpoint holds those 20 tensors (no "lm_head.weight") and loads
+  // into a fresh tied model
+  lm_t m = make_lm(nn::embeddings::tied);
+  dimsum::load_npy_dir(golden::fixture("transformer/transformer_tied/params"), m);
+  const test::scoped_dir tmp("nn_transformer_tied");
+  const std::string path = (tmp / "lm.safetensors").string();
+  dimsum::save_safetensors(path, m);
+  const auto file = dimsum::read_safetensors(path);
+  std::vector<std::string> keys;
+  for (const auto& [k, t] : file.tensors) keys.push_back(k);
+  std::sort(names.begin(), names.end());
+  CHECK(keys == names);
+  lm_t fresh = make_lm(nn::embeddings::tied);
+  dimsum::load_safetensors(path, fresh);
+  const auto ids = golden::load<ids_t>("transformer/transformer_tied/ids.npy");
+  golden::check(fresh(ids), "transformer/transformer_tied/logits.npy", tol, tol);
 }
 
 TEST_CASE("nn::transformer: five AdamW steps with two groups equal torch.optim.AdamW's, tied and untied",

@@ -36,6 +36,7 @@
 
 #include <boost/hana/define_struct.hpp>
 
+#include <dimsum/core/diagnostics.hpp>
 #include <dimsum/grad/rules/regroup.hpp>
 #include <dimsum/grad/rules/rename.hpp>
 #include <dimsum/grad/rules/rope.hpp>
@@ -47,6 +48,20 @@
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/rope.hpp>
+
+namespace dimsum {
+
+/// Compile-time error: decoding with a key/value cache whose dims are not
+/// those of the input's keys (its dims other than Pos and Model, then the
+/// key positions, KVHeads and Head).
+template <class CacheDims, class Expected>
+struct rotary_attention_cache_does_not_fit_the_input {
+  static_assert(detail::always_false<CacheDims, Expected>,
+                "dimsum: nn::rotary_attention: the key/value cache's dims (first) are not those of the input's keys "
+                "(second); make the cache with make_cache(capacity, batch...) for the input's other dims");
+};
+
+}  // namespace dimsum
 
 namespace dimsum::nn {
 
@@ -122,11 +137,19 @@ struct rotary_attention {
   /// without room for x's positions throws `shape_error` and is unchanged.
   template <named_expression X, dimension... Cs>
   auto operator()(const X& x, kv_cache<T, key_posn, Cs...>& cache) const {
-    auto apply = [](const auto& layer, const auto& in) { return layer(in); };
-    const std::size_t offset = cache.size();
-    auto [q, k, v] = project(*this, x, offset, apply);
-    cache.append(rename<Pos, key_posn>(k), rename<Pos, key_posn>(v));
-    return attend(*this, q, cache.keys(), cache.values(), offset, apply);
+    using want = typename dimsum::detail::concat<without_t<dims_of_t<X>, dim_list<Pos, Model>>,
+                                                 dim_list<key_posn, KVHeads, Head>>::type;
+    if constexpr (!same_name_set_v<dim_list<Cs...>, want>) {
+      dimsum::detail::report<
+          rotary_attention_cache_does_not_fit_the_input<diagnostic_dims_t<dim_list<Cs...>>, diagnostic_dims_t<want>>>();
+      return invalid_expression{};
+    } else {
+      auto apply = [](const auto& layer, const auto& in) { return layer(in); };
+      const std::size_t offset = cache.size();
+      auto [q, k, v] = project(*this, x, offset, apply);
+      cache.append(rename<Pos, key_posn>(k), rename<Pos, key_posn>(v));
+      return attend(*this, q, cache.keys(), cache.values(), offset, apply);
+    }
   }
 
  private:
