@@ -42,6 +42,7 @@
 #include <dimsum/nn/rms_norm.hpp>
 #include <dimsum/nn/transformer_block.hpp>
 #include <dimsum/ops/einsum.hpp>
+#include <dimsum/ops/kv_cache.hpp>
 
 namespace dimsum {
 
@@ -108,7 +109,7 @@ struct transformer {
     return checked(ids, [&](const auto& in) {
       auto h = embed_tokens(in);
       for (const auto& layer : layers) h = layer(h);
-      return head(norm(h), embed_tokens.weight.value);
+      return logits(norm(h));
     });
   }
 
@@ -120,9 +121,9 @@ struct transformer {
       auto h = embed_tokens(t, in);
       for (auto& layer : layers) h = layer(h);
       auto n = norm(t, h);
-      using V = decltype(head(n, t.watch(embed_tokens.weight)));
+      using V = decltype(tied_logits(n, t.watch(embed_tokens.weight)));
       if (lm_head) return V((*lm_head)(t, n));
-      return head(n, t.watch(embed_tokens.weight));
+      return tied_logits(n, t.watch(embed_tokens.weight));
     });
   }
 
@@ -145,15 +146,16 @@ struct transformer {
   /// caches hold (a prompt, then one token at a time), each position seeing
   /// the cached ones and those before it. Caches of another layer count
   /// throw `shape_error`.
-  template <named_expression Ids, class Cache>
-  auto operator()(const Ids& ids, std::vector<Cache>& cache) const {
+  template <named_expression Ids, dimension... Cs>
+  auto operator()(const Ids& ids,
+                  std::vector<kv_cache<T, typename block_type::attention_type::key_posn, Cs...>>& cache) const {
     if (cache.size() != layers.size())
       throw shape_error("nn::transformer: " + std::to_string(cache.size()) + " key/value caches for " +
                         std::to_string(layers.size()) + " layers; make them with make_cache");
     return checked(ids, [&](const auto& in) {
       auto h = embed_tokens(in);
       for (std::size_t i = 0; i < layers.size(); ++i) h = layers[i](h, cache[i]);
-      return head(norm(h), embed_tokens.weight.value);
+      return logits(norm(h));
     });
   }
 
@@ -174,19 +176,24 @@ struct transformer {
     }
   }
 
-  // h (.., Model) against the head's weight (Vocab, Model): the logits
-  // (.., Vocab), tensors or vars of one tape.
+  // The logits (.., Vocab) of the normalised h (.., Model) on tensors.
+  template <class H>
+  auto logits(H&& h) const {
+    if (lm_head) return (*lm_head)(std::forward<H>(h));
+    return tied_logits(std::forward<H>(h), embed_tokens.weight.value);
+  }
+
+  // h (.., Model) against the embedding's table (Vocab, Model): the tied
+  // head's logits (.., Vocab), tensors or vars of one tape.
   template <class H, class W>
-  auto head(H&& h, const W& w) const {
+  static auto tied_logits(H&& h, const W& table) {
     using R = replace_dim_t<dims_of_t<H>, Model, Vocab>;
     if constexpr (grad::detail::any_var_v<H, W>) {
       using V = grad::var_for_t<T, R>;
-      return [&]<dimension... O>(dim_list<O...>*) { return V(einsum<O...>(std::forward<H>(h), w)); }(
+      return [&]<dimension... O>(dim_list<O...>*) { return V(einsum<O...>(std::forward<H>(h), table)); }(
           static_cast<R*>(nullptr));
-    } else if (lm_head) {
-      return (*lm_head)(std::forward<H>(h));
     } else {
-      return tensor_for_t<T, R>(dimsum::detail::make_einsum<R>(std::forward<H>(h), w));
+      return tensor_for_t<T, R>(dimsum::detail::make_einsum<R>(std::forward<H>(h), table));
     }
   }
 };
