@@ -372,10 +372,9 @@ TEST_CASE("nn::rotary_attention equals Llama's attention in PyTorch (RoPE, group
 }
 
 TEST_CASE("nn::transformer_block equals Llama's pre-norm decoder layer in PyTorch", "[nn][modules]") {
-  DIMSUM_DIM(d_hidden);
   check_module("transformer_block", [] {
-    return nn::transformer_block<double, posn, d_model, heads, kv_heads, d_head, d_hidden>(
-        d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_hidden{12});
+    return nn::transformer_block<double, posn, d_model, heads, kv_heads, d_head, d_ff>(
+        d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_ff{12});
   }, 8 + (16 * 8 + 2 * 8 * 8 + 8 * 16) + 8 + 3 * 8 * 12);
 }
 
@@ -384,15 +383,15 @@ TEST_CASE("nn::transformer_block equals Llama's pre-norm decoder layer in PyTorc
 namespace {
 
 DIMSUM_DIM(vocab);
-DIMSUM_DIM(d_hidden);
 DIMSUM_DIM(step);
 
-using lm_t = nn::transformer<double, vocab, posn, d_model, heads, kv_heads, d_head, d_hidden>;
+// the blocks are the transformer_block case's type (d_ff: its MLP is the swiglu case's)
+using lm_t = nn::transformer<double, vocab, posn, d_model, heads, kv_heads, d_head, d_ff>;
 using ids_t = tensor<std::int64_t, batch, posn>;
 using logits_t = tensor<double, batch, posn, vocab>;
 
 lm_t make_lm(nn::embeddings head) {
-  return lm_t(vocab{11}, d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_hidden{12}, 2, head);
+  return lm_t(vocab{11}, d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_ff{12}, 2, head);
 }
 
 // The parameter elements of the fixtures' model: the table (11 x 8), two
