@@ -45,6 +45,22 @@ seeded normal distribution, files ``params/<state-dict key>``,
   mlp(post_attention_layernorm(h))`` with the RMSNorm, rotary attention (4
   heads, 2 key/value heads of 4) and SwiGLU (hidden 12) above.
 
+- ``transformer_tied`` and ``transformer_untied``: a decoder-only model as
+  Llama writes it, vocab 11, d_model 8, 2 of the blocks above (4 heads, 2
+  key/value heads of 4, hidden 12): ``embed_tokens`` (nn.Embedding),
+  ``layers.<i>``, ``norm`` (RMSNorm) and a bias-free ``lm_head`` whose
+  weight is the embedding's (tied: one parameter, ``embed_tokens.weight``,
+  in ``named_parameters`` and the files) or its own (untied). Parameters
+  drawn N(0, 0.5^2), the norms' weights 1 + N(0, 0.1^2); ids and targets
+  (batch 2, posn 5) int64. Files: ``params/<name>`` and ``grads/<name>`` for
+  each of ``named_parameters()`` (the gradients of the mean cross entropy of
+  the logits against the targets), ``ids``, ``targets``, ``logits`` (batch,
+  posn, vocab), ``loss`` (0-d); and five steps of ``torch.optim.AdamW`` (lr
+  1e-2, weight decay 0.1 on the rank-2 parameters and none on the norms' in
+  a second group) from ``params`` on batches ``steps_ids`` / ``steps_targets``
+  (step, batch, posn): ``steps_losses`` (the loss before each update) and
+  ``final/<name>`` (every parameter after the fifth).
+
 Run with Debian's interpreter, which has torch:
 
     /usr/bin/python3 tests/reference/make_transformer_fixtures.py [OUTPUT_DIR]
@@ -222,6 +238,66 @@ def module_case(name, seed, model, x_shape):
         save(f"{name}/{f}", a)
 
 
+class Transformer(torch.nn.Module):
+    def __init__(self, vocab, d, heads, kv_heads, head_dim, hidden, n_layers, tied):
+        super().__init__()
+        self.embed_tokens = torch.nn.Embedding(vocab, d)
+        self.layers = torch.nn.ModuleList([Block(d, heads, kv_heads, head_dim, hidden) for _ in range(n_layers)])
+        self.norm = RMSNorm(d)
+        self.lm_head = torch.nn.Linear(d, vocab, bias=False)
+        if tied:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, ids):
+        h = self.embed_tokens(ids)
+        for layer in self.layers:
+            h = layer(h)
+        return self.lm_head(self.norm(h))
+
+
+def transformer_case(name, seed, tied, vocab=11, batch=2, posn=5, steps=5):
+    gen = torch.Generator().manual_seed(seed)
+    model = Transformer(vocab, 8, 4, 2, 4, 12, 2, tied).double()
+    with torch.no_grad():
+        for k, p in model.named_parameters():
+            if k.endswith("layernorm.weight") or k == "norm.weight":
+                p.copy_(1.0 + 0.1 * randn(gen, *p.shape))
+            else:
+                p.copy_(0.5 * randn(gen, *p.shape))
+    params = {k: p.detach().clone() for k, p in model.named_parameters()}
+    ids = torch.randint(0, vocab, (batch, posn), generator=gen)
+    targets = torch.randint(0, vocab, (batch, posn), generator=gen)
+    logits = model(ids)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+    loss.backward()
+    for k, p in model.named_parameters():
+        save(f"{name}/params/{k}", params[k])
+        save(f"{name}/grads/{k}", p.grad)
+    for f, a in {"ids": ids, "targets": targets, "logits": logits, "loss": loss}.items():
+        save(f"{name}/{f}", a)
+
+    # AdamW from the same parameters, decay on the matrices only
+    decay = [p for p in model.parameters() if p.dim() > 1]
+    no_decay = [p for p in model.parameters() if p.dim() <= 1]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-2)
+    step_ids = torch.randint(0, vocab, (steps, batch, posn), generator=gen)
+    step_targets = torch.randint(0, vocab, (steps, batch, posn), generator=gen)
+    losses = []
+    for s in range(steps):
+        opt.zero_grad()
+        out = model(step_ids[s])
+        l = torch.nn.functional.cross_entropy(out.reshape(-1, vocab), step_targets[s].reshape(-1))
+        losses.append(l.item())
+        l.backward()
+        opt.step()
+    save(f"{name}/steps_ids", step_ids)
+    save(f"{name}/steps_targets", step_targets)
+    save(f"{name}/steps_losses", torch.tensor(losses, dtype=torch.float64))
+    for k, p in model.named_parameters():
+        save(f"{name}/final/{k}", p)
+
+
 def main():
     sdpa_case("sdpa_plain", 31001, B=2, L=3, S=5, H=2, HKV=2, E=4, EV=3)
     sdpa_case("sdpa_causal_bool", 31002, B=2, L=5, S=5, H=2, HKV=2, E=4, EV=3, mask_kind="padding",
@@ -235,6 +311,8 @@ def main():
     module_case("rotary_attention", 31104, RotaryAttention(8, 4, 2, 4), (2, 5, 8))
     module_case("rotary_attention_window", 31105, RotaryAttention(8, 4, 2, 4, window=3), (2, 5, 8))
     module_case("transformer_block", 31106, Block(8, 4, 2, 4, 12), (2, 5, 8))
+    transformer_case("transformer_tied", 31107, tied=True)
+    transformer_case("transformer_untied", 31108, tied=False)
 
 
 if __name__ == "__main__":

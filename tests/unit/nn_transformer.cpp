@@ -10,16 +10,30 @@
 // and rms_norm over an inner dim against plain loops; nn::rotary_attention
 // against a PyTorch Llama-style attention, with and without a window;
 // nn::transformer_block against Llama's pre-norm decoder layer.
+// nn::transformer (embedding, two blocks, final norm, LM head) with tied and
+// untied embeddings against a PyTorch Llama-style model: logits, the cross
+// entropy and every parameter's gradient, then five AdamW steps with decay
+// on the matrices only (each step's loss and the final parameters against
+// torch.optim.AdamW's); tied, one table in the optimizer's states and in the
+// checkpoint. Decoding with key/value caches (rotary_attention,
+// transformer), a prompt then one token at a time, against the same
+// PyTorch full causal forwards.
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/nn/nn.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/io/npy_dir.hpp>
+#include <dimsum/io/state_dict.hpp>
 #include <dimsum/nn/rotary_attention.hpp>
+#include <dimsum/nn/transformer.hpp>
 #include <dimsum/nn/transformer_block.hpp>
+#include <dimsum/optim/optim.hpp>
+#include <dimsum/ops/slice.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -28,6 +42,7 @@
 #include <catch2/catch.hpp>
 
 #include "golden.hpp"
+#include "scoped_dir.hpp"
 
 namespace {
 
@@ -233,11 +248,11 @@ DIMSUM_DIM(d_ff);
 
 using xm_t = tensor<double, batch, posn, d_model>;
 
-/// Elements of m's gradients that differ from the values of `want` (a
-/// module of the same type holding PyTorch's gradients) by more than tol,
-/// and the number of elements compared.
-template <class M>
-std::pair<std::size_t, std::size_t> grad_mismatches(const M& m, const M& want, double tol) {
+/// Elements of `get(p)` for m's parameters p (the gradient or the value)
+/// that differ from the values of `want` (a module of the same type holding
+/// PyTorch's numbers) by more than tol, and the number of elements compared.
+template <class M, class Get>
+std::pair<std::size_t, std::size_t> mismatches(const M& m, const M& want, Get get, double tol) {
   std::vector<std::vector<double>> wants;
   nn::for_each_parameter(want, [&](const std::string&, const auto& p) {
     wants.emplace_back(p.value.data(), p.value.data() + p.value.size());
@@ -245,14 +260,21 @@ std::pair<std::size_t, std::size_t> grad_mismatches(const M& m, const M& want, d
   std::size_t i = 0, bad = 0, n = 0;
   nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
     const auto& w = wants[i++];
-    REQUIRE(p.grad.size() == w.size());
+    const auto& got = get(p);
+    REQUIRE(got.size() == w.size());
     for (std::size_t e = 0; e < w.size(); ++e, ++n)
-      if (!(std::abs(p.grad.data()[e] - w[e]) <= tol * (1 + std::abs(w[e])))) {
-        UNSCOPED_INFO(name << "[" << e << "]: got " << p.grad.data()[e] << ", want " << w[e]);
+      if (!(std::abs(got.data()[e] - w[e]) <= tol * (1 + std::abs(w[e])))) {
+        UNSCOPED_INFO(name << "[" << e << "]: got " << got.data()[e] << ", want " << w[e]);
         ++bad;
       }
   });
   return {bad, n};
+}
+
+/// mismatches of m's gradients.
+template <class M>
+std::pair<std::size_t, std::size_t> grad_mismatches(const M& m, const M& want, double tol) {
+  return mismatches(m, want, [](const auto& p) -> const auto& { return p.grad; }, tol);
 }
 
 /// Module m (built by make) on the case's x: the tensor form's output, the
@@ -350,9 +372,188 @@ TEST_CASE("nn::rotary_attention equals Llama's attention in PyTorch (RoPE, group
 }
 
 TEST_CASE("nn::transformer_block equals Llama's pre-norm decoder layer in PyTorch", "[nn][modules]") {
-  DIMSUM_DIM(d_hidden);
   check_module("transformer_block", [] {
-    return nn::transformer_block<double, posn, d_model, heads, kv_heads, d_head, d_hidden>(
-        d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_hidden{12});
+    return nn::transformer_block<double, posn, d_model, heads, kv_heads, d_head, d_ff>(
+        d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_ff{12});
   }, 8 + (16 * 8 + 2 * 8 * 8 + 8 * 16) + 8 + 3 * 8 * 12);
+}
+
+// --- nn::transformer ---
+
+namespace {
+
+DIMSUM_DIM(vocab);
+DIMSUM_DIM(step);
+
+// the blocks are the transformer_block case's type (d_ff: its MLP is the swiglu case's)
+using lm_t = nn::transformer<double, vocab, posn, d_model, heads, kv_heads, d_head, d_ff>;
+using ids_t = tensor<std::int64_t, batch, posn>;
+using logits_t = tensor<double, batch, posn, vocab>;
+
+lm_t make_lm(nn::embeddings head) {
+  return lm_t(vocab{11}, d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_ff{12}, 2, head);
+}
+
+// The parameter elements of the fixtures' model: the table (11 x 8), two
+// blocks, the final norm, and the head's own weight when untied.
+constexpr std::size_t block_count = 8 + (16 * 8 + 2 * 8 * 8 + 8 * 16) + 8 + 3 * 8 * 12;
+constexpr std::size_t lm_count(nn::embeddings head) {
+  return 11 * 8 + 2 * block_count + 8 + (head == nn::embeddings::untied ? 11 * 8 : 0);
+}
+
+/// The logits, the cross entropy and every parameter's gradient of the
+/// case's model on its ids and targets equal PyTorch's.
+void check_lm(const std::string& name, nn::embeddings head) {
+  INFO(name);
+  const std::string dir = "transformer/" + name + "/";
+  lm_t m = make_lm(head);
+  CHECK(m.tied() == (head == nn::embeddings::tied));
+  dimsum::load_npy_dir(golden::fixture(dir + "params"), m);  // strict: exactly PyTorch's named_parameters
+  const auto ids = golden::load<ids_t>(dir + "ids.npy");
+  const auto targets = golden::load<ids_t>(dir + "targets.npy");
+  golden::check(m(ids), dir + "logits.npy", tol, tol);
+
+  grad::tape t;
+  auto logits = m(t, ids);
+  static_assert(std::is_same_v<decltype(logits), grad::var<double, batch, posn, vocab>>);
+  golden::check(logits.value(), dir + "logits.npy", tol, tol);
+  auto loss = cross_entropy<vocab>(logits, targets);
+  const auto want_loss = golden::load<tensor<double>>(dir + "loss.npy");
+  CHECK(loss.item() == Approx(want_loss()).epsilon(1e-13));
+  t.backward(loss);
+  lm_t want = make_lm(head);
+  dimsum::load_npy_dir(golden::fixture(dir + "grads"), want);
+  const auto [bad, n] = grad_mismatches(m, want, tol);
+  CHECK(bad == 0);
+  CHECK(n == lm_count(head));
+  CHECK(nn::parameter_count(m) == lm_count(head));
+}
+
+/// Five AdamW steps (decay 0.1 on the matrices, none on the norms) from the
+/// case's parameters: each step's loss and the parameters after the fifth
+/// equal torch.optim.AdamW's (float64 both: a few ulps per step).
+void check_lm_steps(const std::string& name, nn::embeddings head, std::size_t parameters) {
+  INFO(name);
+  const std::string dir = "transformer/" + name + "/";
+  lm_t m = make_lm(head);
+  dimsum::load_npy_dir(golden::fixture(dir + "params"), m);
+  using steps_t = tensor<std::int64_t, step, batch, posn>;
+  const auto xs = golden::load<steps_t>(dir + "steps_ids.npy");
+  const auto ys = golden::load<steps_t>(dir + "steps_targets.npy");
+  const auto losses = golden::load<tensor<double, step>>(dir + "steps_losses.npy");
+  optim::adamw opt({.lr = 1e-2, .weight_decay = 0.1});
+  opt.add_group(optim::rank_is(1)).options.weight_decay = 0.0;
+  for (std::size_t s = 0; s < losses.extent<step>(); ++s) {
+    const ids_t x = select<step>(xs, s), y = select<step>(ys, s);
+    nn::zero_grad(m);
+    grad::tape t;
+    auto loss = cross_entropy<vocab>(m(t, x), y);
+    INFO("step " << s);
+    CHECK(loss.item() == Approx(losses(step{s})).epsilon(1e-12));
+    t.backward(loss);
+    opt.step(m);
+  }
+  // one optimizer state per parameter: the tied table is one
+  CHECK(opt.states().size() == parameters);
+  lm_t want = make_lm(head);
+  dimsum::load_npy_dir(golden::fixture(dir + "final"), want);
+  const auto [bad, n] = mismatches(m, want, [](const auto& p) -> const auto& { return p.value; }, 1e-11);
+  CHECK(bad == 0);
+  CHECK(n == nn::parameter_count(m));
+}
+
+}  // namespace
+
+TEST_CASE("nn::transformer with untied embeddings equals PyTorch: logits, cross entropy, gradients", "[nn][modules]") {
+  check_lm("transformer_untied", nn::embeddings::untied);
+}
+
+TEST_CASE("nn::transformer with tied embeddings: one table, its gradient the lookup's plus the head's",
+          "[nn][modules]") {
+  check_lm("transformer_tied", nn::embeddings::tied);
+  std::vector<std::string> names;
+  nn::for_each_parameter(make_lm(nn::embeddings::tied), [&](const std::string& n, const auto&) { names.push_back(n); });
+  REQUIRE(names.size() == 20);
+  CHECK(names.front() == "embed_tokens.weight");
+  CHECK(names[1] == "layers.0.input_layernorm.weight");
+  CHECK(names.back() == "norm.weight");
+  // the checkpoint holds those 20 tensors (no "lm_head.weight") and loads
+  // into a fresh tied model
+  lm_t m = make_lm(nn::embeddings::tied);
+  dimsum::load_npy_dir(golden::fixture("transformer/transformer_tied/params"), m);
+  const test::scoped_dir tmp("nn_transformer_tied");
+  const std::string path = (tmp / "lm.safetensors").string();
+  dimsum::save_safetensors(path, m);
+  const auto file = dimsum::read_safetensors(path);
+  std::vector<std::string> keys;
+  for (const auto& [k, t] : file.tensors) keys.push_back(k);
+  std::sort(names.begin(), names.end());
+  CHECK(keys == names);
+  lm_t fresh = make_lm(nn::embeddings::tied);
+  dimsum::load_safetensors(path, fresh);
+  const auto ids = golden::load<ids_t>("transformer/transformer_tied/ids.npy");
+  golden::check(fresh(ids), "transformer/transformer_tied/logits.npy", tol, tol);
+}
+
+TEST_CASE("nn::transformer: five AdamW steps with two groups equal torch.optim.AdamW's, tied and untied",
+          "[nn][modules][optim]") {
+  check_lm_steps("transformer_untied", nn::embeddings::untied, 21);
+  check_lm_steps("transformer_tied", nn::embeddings::tied, 20);
+}
+
+// --- decoding with key/value caches ---
+
+TEST_CASE("nn::rotary_attention with a key/value cache: a prompt then one token at a time equals the causal forward",
+          "[nn][modules][kv_cache]") {
+  for (const std::size_t window : {std::size_t{0}, std::size_t{3}}) {
+    const std::string dir = std::string("transformer/") + (window ? "rotary_attention_window/" : "rotary_attention/");
+    INFO(dir);
+    nn::rotary_attention<double, posn, d_model, heads, kv_heads, d_head> m(d_model{8}, heads{4}, kv_heads{2},
+                                                                          d_head{4});
+    m.window = window;
+    dimsum::load_npy_dir(golden::fixture(dir + "params"), m);
+    const auto x = golden::load<xm_t>(dir + "x.npy");      // (batch 2, posn 5, d_model 8)
+    const auto want = golden::load<xm_t>(dir + "y.npy");
+    auto cache = m.make_cache(5, batch{2});
+    static_assert(std::is_same_v<decltype(cache), kv_cache<double, decltype(m)::key_posn, batch,
+                                                           decltype(m)::key_posn, kv_heads, d_head>>);
+    // positions [0, 2) as a prompt, then 2, 3 and 4 one by one
+    const std::size_t bounds[] = {0, 2, 3, 4, 5};
+    for (std::size_t c = 0; c + 1 < std::size(bounds); ++c) {
+      const std::size_t p0 = bounds[c], p1 = bounds[c + 1];
+      const xm_t y = m(slice<posn>(x, p0, p1), cache);
+      CHECK(cache.size() == p1);
+      REQUIRE(y.extent<posn>() == p1 - p0);
+      for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t p = p0; p < p1; ++p)
+          for (std::size_t d = 0; d < 8; ++d)
+            CHECK(y(batch{b}, posn{p - p0}, d_model{d}) ==
+                  Approx(want(batch{b}, posn{p}, d_model{d})).margin(1e-12));
+    }
+    // full: refused, and the cache keeps its five positions
+    CHECK_THROWS_AS(m(slice<posn>(x, 0, 1), cache), shape_error);
+    CHECK(cache.size() == 5);
+  }
+}
+
+TEST_CASE("nn::transformer with key/value caches: decoding token by token equals PyTorch's logits",
+          "[nn][modules][kv_cache]") {
+  const std::string dir = "transformer/transformer_tied/";
+  lm_t m = make_lm(nn::embeddings::tied);
+  dimsum::load_npy_dir(golden::fixture(dir + "params"), m);
+  const auto ids = golden::load<ids_t>(dir + "ids.npy");
+  const auto want = golden::load<logits_t>(dir + "logits.npy");
+  auto cache = m.make_cache(8, batch{2});
+  REQUIRE(cache.size() == 2);
+  for (std::size_t p = 0; p < 5; ++p) {
+    const logits_t logits = m(slice<posn>(ids, p, p + 1), cache);
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t v = 0; v < 11; ++v)
+        CHECK(logits(batch{b}, posn{0}, vocab{v}) == Approx(want(batch{b}, posn{p}, vocab{v})).margin(1e-12));
+  }
+  CHECK(cache[0].size() == 5);
+  CHECK(cache[1].size() == 5);
+  auto one = m.make_cache(8, batch{2});
+  one.pop_back();
+  CHECK_THROWS_WITH(m(ids, one), Catch::Contains("1 key/value caches for 2 layers"));
 }

@@ -2,8 +2,10 @@
 /// \file
 /// The attention building blocks (not included by dimsum.hpp, which stays
 /// light): linear, embedding, positional encoding, dropout, dot-product and
-/// multi-head attention, layer norm, init. The seed tutorials' own classes
-/// (tokenizer, char head, SelfAttention v1/v2) are `dimsum::nn::seeds::...`
+/// multi-head attention, layer norm, init, and the Llama-style blocks
+/// (rms_norm, swiglu, rotary_attention, transformer_block, transformer).
+/// The seed tutorials' own classes (tokenizer, char head, SelfAttention
+/// v1/v2) are `dimsum::nn::seeds::...`
 /// from <dimsum/nn/seeds/seeds.hpp>; this header includes them too, with
 /// their former names in `dimsum::nn` as deprecated aliases
 /// (<dimsum/nn/seeds/old_names.hpp>).
@@ -20,6 +22,7 @@
 #include <dimsum/nn/seeds/old_names.hpp>
 #include <dimsum/nn/rms_norm.hpp>
 #include <dimsum/nn/rotary_attention.hpp>
+#include <dimsum/nn/transformer.hpp>
 #include <dimsum/nn/transformer_block.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
 #include <dimsum/ops/arange.hpp>

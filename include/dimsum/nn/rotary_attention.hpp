@@ -14,16 +14,29 @@
 ///
 ///     nn::rotary_attention<float, posn, d_model, heads, kv_heads, d_head> attn(d_model{64}, heads{4}, kv_heads{2}, d_head{16});
 ///     auto y = attn(x);   // x (batch, posn, d_model) -> y (batch, posn, d_model)
+///
+/// For inference, `attn(x, cache)` decodes with a key/value cache
+/// (`make_cache`, a `kv_cache` of the rotated keys and the values): x holds
+/// the positions after the cached ones, RoPE turns them by their absolute
+/// positions, their keys and values are appended, and each attends causally
+/// (and within the window) to the cache; token by token this equals the
+/// full causal forward.
+///
+///     auto cache = attn.make_cache(64, batch{1});    // up to 64 positions
+///     auto y0 = attn(prompt, cache);                 // (batch 1, posn 5, d_model)
+///     auto y1 = attn(next, cache);                   // (batch 1, posn 1, d_model): position 5
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include <boost/hana/define_struct.hpp>
 
+#include <dimsum/core/diagnostics.hpp>
 #include <dimsum/grad/rules/regroup.hpp>
 #include <dimsum/grad/rules/rename.hpp>
 #include <dimsum/grad/rules/rope.hpp>
@@ -31,9 +44,24 @@
 #include <dimsum/nn/detail/on_tape.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
+#include <dimsum/ops/kv_cache.hpp>
 #include <dimsum/ops/regroup.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/rope.hpp>
+
+namespace dimsum {
+
+/// Compile-time error: decoding with a key/value cache whose dims are not
+/// those of the input's keys (its dims other than Pos and Model, then the
+/// key positions, KVHeads and Head).
+template <class CacheDims, class Expected>
+struct rotary_attention_cache_does_not_fit_the_input {
+  static_assert(detail::always_false<CacheDims, Expected>,
+                "dimsum: nn::rotary_attention: the key/value cache's dims (first) are not those of the input's keys "
+                "(second); make the cache with make_cache(capacity, batch...) for the input's other dims");
+};
+
+}  // namespace dimsum
 
 namespace dimsum::nn {
 
@@ -70,21 +98,61 @@ struct rotary_attention {
     o_proj.reset_parameters(seed + 3);
   }
 
+  /// The key positions: Pos renamed, the dim along which a cache holds
+  /// its positions.
+  using key_posn = dim<"rotary_key_posn">;
+  /// The key/value cache of inputs whose dims other than Pos and Model are
+  /// `Batch...`: the rotated keys and the values, dims (Batch...,
+  /// key_posn, KVHeads, Head).
+  template <dimension... Batch>
+  using cache_type = kv_cache<T, key_posn, Batch..., key_posn, KVHeads, Head>;
+
+  /// An empty cache for up to `capacity` positions of inputs whose other
+  /// dims have the given extents: `attn.make_cache(512, batch{4})`.
+  template <dimension... Batch>
+  cache_type<Batch...> make_cache(std::size_t capacity, const Batch&... batch) const {
+    return cache_type<Batch...>(batch..., key_posn{capacity}, KVHeads{kv_heads}, Head{head_dim});
+  }
+
   template <named_expression X>
   auto operator()(const X& x) const {
-    return attend(*this, x, [](const auto& layer, const auto& in) { return layer(in); });
+    auto apply = [](const auto& layer, const auto& in) { return layer(in); };
+    auto [q, k, v] = project(*this, x, 0, apply);
+    return attend(*this, q, rename<Pos, key_posn>(k), rename<Pos, key_posn>(v), 0, apply);
   }
 
   /// On x's tape (a var x), with the weights watched.
   template <grad::detail::var_like X>
   auto operator()(const X& x) {
     grad::tape& t = detail::tape_of_input(x, "nn::rotary_attention");
-    return attend(*this, x, [&t](auto& layer, const auto& in) { return layer(t, in); });
+    auto apply = [&t](auto& layer, const auto& in) { return layer(t, in); };
+    auto [q, k, v] = project(*this, x, 0, apply);
+    return attend(*this, q, rename<Pos, key_posn>(k), rename<Pos, key_posn>(v), 0, apply);
+  }
+
+  /// Decoding with a cache: x's positions along Pos follow the `size()`
+  /// positions the cache holds. Their keys and values are appended to the
+  /// cache and each of x's positions attends to every cached position up
+  /// to its own (and within the window). The result has x's dims. A cache
+  /// without room for x's positions throws `shape_error` and is unchanged.
+  template <named_expression X, dimension... Cs>
+  auto operator()(const X& x, kv_cache<T, key_posn, Cs...>& cache) const {
+    using want = typename dimsum::detail::concat<without_t<dims_of_t<X>, dim_list<Pos, Model>>,
+                                                 dim_list<key_posn, KVHeads, Head>>::type;
+    if constexpr (!same_name_set_v<dim_list<Cs...>, want>) {
+      dimsum::detail::report<
+          rotary_attention_cache_does_not_fit_the_input<diagnostic_dims_t<dim_list<Cs...>>, diagnostic_dims_t<want>>>();
+      return invalid_expression{};
+    } else {
+      auto apply = [](const auto& layer, const auto& in) { return layer(in); };
+      const std::size_t offset = cache.size();
+      auto [q, k, v] = project(*this, x, offset, apply);
+      cache.append(rename<Pos, key_posn>(k), rename<Pos, key_posn>(v));
+      return attend(*this, q, cache.keys(), cache.values(), offset, apply);
+    }
   }
 
  private:
-  /// The key positions: Pos renamed, for the attention's two position dims.
-  using KeyPos = dim<"rotary_key_posn">;
   static constexpr bool grouped = Heads::name.view() != KVHeads::name.view();
   using grouping = std::conditional_t<grouped, grouped_kv<Heads, KVHeads>, ungrouped>;
 
@@ -94,18 +162,26 @@ struct rotary_attention {
     return split_dim<pos, dim_list<H, Head>>(std::forward<Y>(y), std::array<std::size_t, 2>{h, d});
   }
 
-  // apply(layer, input) runs a layer of self (const for tensors) on
-  // tensors or on the tape.
+  // q, k (both rotated, position 0 of Pos at `offset`) and v of x, split
+  // into heads; apply(layer, input) runs a layer of self (const for
+  // tensors) on tensors or on the tape.
   template <class Self, class X, class Apply>
-  static auto attend(Self& self, const X& x, Apply apply) {
+  static auto project(Self& self, const X& x, std::size_t offset, Apply apply) {
     const std::size_t heads = self.heads, kv_heads = self.kv_heads, head_dim = self.head_dim;
-    const auto pairs = self.pairs;
-    const double rope_base = self.rope_base;
-    auto q = rope<Pos, Head>(split<QFeatures, Heads>(apply(self.q_proj, x), heads, head_dim), pairs, rope_base);
-    auto k = rope<Pos, Head>(split<KVFeatures, KVHeads>(apply(self.k_proj, x), kv_heads, head_dim), pairs, rope_base);
+    auto q = rope<Pos, Head>(split<QFeatures, Heads>(apply(self.q_proj, x), heads, head_dim), self.pairs,
+                             self.rope_base, offset);
+    auto k = rope<Pos, Head>(split<KVFeatures, KVHeads>(apply(self.k_proj, x), kv_heads, head_dim), self.pairs,
+                             self.rope_base, offset);
     auto v = split<KVFeatures, KVHeads>(apply(self.v_proj, x), kv_heads, head_dim);
-    auto o = scaled_dot_product_attention<Pos, KeyPos, Head, grouping>(
-        q, rename<Pos, KeyPos>(k), rename<Pos, KeyPos>(v), no_mask{}, {.is_causal = true, .window = self.window});
+    return std::tuple{std::move(q), std::move(k), std::move(v)};
+  }
+
+  // Causal attention of q (query i at position offset + i) over the keys
+  // k and values v along key_posn, heads merged and projected by o_proj.
+  template <class Self, class Q, class K, class V, class Apply>
+  static auto attend(Self& self, const Q& q, const K& k, const V& v, std::size_t offset, Apply apply) {
+    auto o = scaled_dot_product_attention<Pos, key_posn, Head, grouping>(
+        q, k, v, no_mask{}, {.is_causal = true, .window = self.window, .offset = offset});
     constexpr std::size_t hp = dimsum::detail::find_name(dims_of_t<decltype(o)>::names, Heads::name.view());
     return apply(self.o_proj, merge_dims<hp, 2, QFeatures>(std::move(o)));
   }

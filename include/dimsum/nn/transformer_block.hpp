@@ -10,7 +10,8 @@
 ///     y = h + mlp(post_attention_layernorm(h))
 ///
 /// On tensors it returns a tensor with x's dims; on a var it records on its
-/// tape with every parameter watched.
+/// tape with every parameter watched. `block(x, cache)` decodes with the
+/// attention's key/value cache (`rotary_attention::make_cache`).
 
 #include <cstdint>
 
@@ -28,8 +29,9 @@ namespace dimsum::nn {
 template <class T, dimension Pos, dimension Model, dimension Heads, dimension KVHeads, dimension Head,
           dimension Hidden>
 struct transformer_block {
+  using attention_type = rotary_attention<T, Pos, Model, Heads, KVHeads, Head>;
   BOOST_HANA_DEFINE_STRUCT(transformer_block, (rms_norm<T, Model>, input_layernorm),
-                           (rotary_attention<T, Pos, Model, Heads, KVHeads, Head>, self_attn),
+                           (attention_type, self_attn),
                            (rms_norm<T, Model>, post_attention_layernorm), (swiglu<T, Model, Hidden>, mlp));
 
   transformer_block() = default;
@@ -54,6 +56,15 @@ struct transformer_block {
   auto operator()(const X& x) const {
     using Y = tensor_for_t<T, dims_of_t<X>>;
     const Y h = x + self_attn(input_layernorm(x));
+    return Y(h + mlp(post_attention_layernorm(h)));
+  }
+
+  /// Decoding with the attention's key/value cache (see
+  /// `rotary_attention`): x's positions follow the cached ones.
+  template <named_expression X, class Cache>
+  auto operator()(const X& x, Cache& cache) const {
+    using Y = tensor_for_t<T, dims_of_t<X>>;
+    const Y h = x + self_attn(input_layernorm(x), cache);
     return Y(h + mlp(post_attention_layernorm(h)));
   }
 
