@@ -22,6 +22,7 @@
 #include <dimsum/grad/rules/rename.hpp>
 #include <dimsum/grad/rules/repeat.hpp>
 #include <dimsum/grad/rules/rope.hpp>
+#include <dimsum/grad/rules/sink_softmax.hpp>
 #include <dimsum/grad/rules/slice.hpp>
 #include <dimsum/grad/rules/softmax.hpp>
 #include <dimsum/grad/rules/window_mask.hpp>
