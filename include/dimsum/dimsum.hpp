@@ -36,6 +36,7 @@
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/sink_softmax.hpp>
+#include <dimsum/ops/with_derivative.hpp>
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/ops/stack.hpp>
 #include <dimsum/tensor/concepts.hpp>

@@ -9,6 +9,8 @@ plain unfused PyTorch with autograd:
   causal mask;
 * alibi: ALiBi (Press et al.) with learned slopes, scores / 2 + slope[h] *
   (j - i), then the causal mask;
+* map: a user's function of the scaled scores, s + 0.1 s^3 (dimsum's
+  `map` with its derivative 1 + 0.3 s^2; here autograd's);
 * sink: attention sinks as gpt-oss writes them, a learned logit per head
   appended to each row of the scaled, causally masked scores as one more
   column before the softmax, whose weight is dropped after it.
@@ -85,5 +87,6 @@ run("temperature", lambda s, t: s * t[None, :, None, None], temp)
 slope = torch.tensor([0.5, 0.25], dtype=torch.float64, requires_grad=True)
 distance = (torch.arange(PK)[None, :] - torch.arange(P)[:, None]).double()
 run("alibi", lambda s, m: s / 2 + m[None, :, None, None] * distance, slope)
+run("map", lambda s, _: s * 0.5 + 0.1 * (s * 0.5) ** 3, None)
 sinks = torch.tensor([0.3, -0.8], dtype=torch.float64, requires_grad=True)
 run("sink", lambda s, _: s * 0.5, sinks, sinks=True)

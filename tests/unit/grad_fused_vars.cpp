@@ -11,8 +11,9 @@
 // which returned before backward (owned, not referenced). Score
 // modifications (fixtures of tests/reference/make_score_mod_fixtures.py):
 // soft-capping, a learned per-head temperature, learned ALiBi slopes and
-// attention sinks, each fused on tensors and on vars with the gradient of
-// its learned tensor, and all of them at once in float.
+// attention sinks, a user's map with its derivative, each fused on tensors
+// and on vars with the gradient of its learned tensor, and all of them at
+// once in float.
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/ops/alibi.hpp>
@@ -24,6 +25,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -397,7 +400,48 @@ using HV = tensor<double, batch, head, k_posn, d_value>;
 using HO = tensor<double, batch, head, q_posn, d_value>;
 using HT = tensor<double, head>;
 
-enum class score_mod { softcap, temperature, alibi, sink };
+enum class score_mod { softcap, temperature, alibi, sink, map };
+
+/// The scores over heads; `Unfused` evaluates them (the unfused chain).
+template <bool Unfused, class Q, class K>
+auto head_scores(const Q& q, const K& k) {
+  auto s = einsum<"batch head q_posn d_head, batch head k_posn d_head -> batch head q_posn k_posn">(q, k);
+  if constexpr (Unfused)
+    return dimsum::eval(std::move(s));
+  else
+    return s;
+}
+
+/// Runs chain(unfused, vars...) of the inputs x on two tapes, fused
+/// (std::false_type) and with the scores evaluated first (std::true_type),
+/// and checks that the values and the gradients of every input agree
+/// within tol (1 + |unfused|); r weighs the output in the loss.
+template <class R, class Chain, class... X>
+void check_fused_equals_unfused(Chain chain, const R& r, double tol, const X&... x) {
+  grad::tape t, u;
+  auto fused = std::make_tuple(t.watch(x)...);
+  auto unfused = std::make_tuple(u.watch(x)...);
+  auto z = std::apply([&](const auto&... v) { return chain(std::false_type{}, v...); }, fused);
+  auto uz = std::apply([&](const auto&... v) { return chain(std::true_type{}, v...); }, unfused);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  static_assert(!uses_fused_attention_v<decltype(uz)>);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  CHECK(differ(z.value(), uz.value(), tol) == 0);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          INFO("input " << I);
+          CHECK(differ(gradient(std::get<I>(fused)), gradient(std::get<I>(unfused)), tol) == 0);
+        }(),
+        ...);
+  }(std::index_sequence_for<X...>{});
+}
+
+/// s + 0.1 s^3 with its derivative, the user's function of the map case.
+inline auto cubic() {
+  return with_derivative([](double s) { return s + 0.1 * s * s * s; }, [](double s) { return 1 + 0.3 * s * s; });
+}
 
 /// Causal attention over heads with one score modification, on tensors or
 /// vars, in one expression; `Unfused` evaluates the scores first (the
@@ -405,13 +449,6 @@ enum class score_mod { softcap, temperature, alibi, sink };
 /// sink logits (read by name over `head`), unused by soft-capping.
 template <score_mod M, bool Unfused = false, class Q, class K, class V, class L>
 auto modded(const Q& q, const K& k, const V& v, const L& learned) {
-  auto scores = [&] {
-    auto s = einsum<"batch head q_posn d_head, batch head k_posn d_head -> batch head q_posn k_posn">(q, k);
-    if constexpr (Unfused)
-      return dimsum::eval(std::move(s));
-    else
-      return s;
-  };
   auto mod = [&](auto&& s) {
     using S = decltype(s);
     if constexpr (M == score_mod::softcap)  // Gemma 2: c * tanh(s / c), c = 2, after the 1/2 scale
@@ -420,6 +457,8 @@ auto modded(const Q& q, const K& k, const V& v, const L& learned) {
       return std::forward<S>(s) * learned;
     else if constexpr (M == score_mod::alibi)  // learned ALiBi slopes
       return std::forward<S>(s) / 2.0 + outer(learned, relative_positions<double>(q_posn{5}, k_posn{6}));
+    else if constexpr (M == score_mod::map)  // a user's function with its derivative
+      return map(cubic(), std::forward<S>(s) * 0.5);
     else
       return std::forward<S>(s) * 0.5;
   };
@@ -431,7 +470,7 @@ auto modded(const Q& q, const K& k, const V& v, const L& learned) {
       return softmax<k_posn>(std::forward<X>(masked));
   };
   return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
-      pattern(causal_mask<q_posn, k_posn>(mod(scores()), ninf)), v);
+      pattern(causal_mask<q_posn, k_posn>(mod(head_scores<Unfused>(q, k)), ninf)), v);
 }
 
 template <score_mod M>
@@ -442,7 +481,7 @@ void check_score_mod(const std::string& name) {
   const HK k0 = golden::load<HK>(f + "k.npy");
   const HV v0 = golden::load<HV>(f + "v.npy");
   const HO r = golden::load<HO>(f + "r.npy");
-  const bool learns = M != score_mod::softcap;
+  const bool learns = M != score_mod::softcap && M != score_mod::map;
   const HT l0 = learns ? golden::load<HT>(f + "learned.npy") : HT(head{2});
 
   // On tensors (inference): fused, equal to PyTorch and to the unfused chain.
@@ -509,6 +548,31 @@ TEST_CASE("score modifications fuse on tensors and vars: attention sinks (a lear
   check_score_mod<score_mod::sink>("sink");
 }
 
+TEST_CASE("score modifications fuse on tensors and vars: a user's map with its derivative") {
+  check_score_mod<score_mod::map>("map");
+}
+
+TEST_CASE("a learned temperature after a padding mask with a finite fill: fused gradients equal the unfused chain's") {
+  // the temperature multiplies the fill (-3, whose weight is not 0) where the mask hid a key
+  const HQ q0 = random_tensor(HQ(batch{2}, head{2}, q_posn{5}, d_head{4}), 21);
+  const HK k0 = random_tensor(HK(batch{2}, head{2}, k_posn{6}, d_head{4}), 22);
+  const HV v0 = random_tensor(HV(batch{2}, head{2}, k_posn{6}, d_value{3}), 23);
+  const HO r = random_tensor(HO(batch{2}, head{2}, q_posn{5}, d_value{3}), 24);
+  HT temp0(head{2});
+  temp0(head{0}) = 0.7;
+  temp0(head{1}) = 1.6;
+  tensor<bool, batch, k_posn> keep(batch{2}, k_posn{6});
+  for (std::size_t j = 0; j < 6; ++j) {
+    keep(batch{0}, k_posn{j}) = j < 4;
+    keep(batch{1}, k_posn{j}) = j > 0;
+  }
+  auto chain = [&](auto unfused, const auto& q, const auto& k, const auto& v, const auto& t) {
+    return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+        softmax<k_posn>(masked_fill(head_scores<decltype(unfused)::value>(q, k), !keep, -3.0) * t), v);
+  };
+  check_fused_equals_unfused(chain, r, 1e-12, q0, k0, v0, temp0);
+}
+
 TEST_CASE("softmax with sinks: a finite sink takes a row whose keys are all masked (zeros); -inf sinks are softmax") {
   using ST = tensor<double, batch, q_posn, k_posn>;
   ST x(batch{1}, q_posn{2}, k_posn{3});
@@ -549,46 +613,14 @@ TEST_CASE("score modifications fuse together: soft-capping of tempered scores, l
       slope(head{h}) = 0.5f / float(h + 1);
       sink(head{h}) = 0.5f * float(h) - 0.4f;
     }
-    auto all = [&](const auto& q, const auto& k, const auto& v, const auto& t, const auto& m, const auto& sk,
-                   auto unfused) {
-      auto s0 = einsum<"batch head q_posn d_head, batch head k_posn d_head -> batch head q_posn k_posn">(q, k);
-      auto s = [&] {
-        if constexpr (decltype(unfused)::value)
-          return dimsum::eval(std::move(s0));
-        else
-          return s0;
-      }();
-      auto capped = 3.0f * tanh(s * t / 3.0f);
+    auto all = [&](auto unfused, const auto& q, const auto& k, const auto& v, const auto& t, const auto& m,
+                   const auto& sk) {
+      auto capped = 3.0f * tanh(head_scores<decltype(unfused)::value>(q, k) * t / 3.0f);
       auto biased = capped + outer(m, relative_positions<float>(q_posn{nq}, k_posn{nk}, 5));
       return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
           softmax<k_posn>(causal_mask<q_posn, k_posn>(biased, -std::numeric_limits<float>::infinity()), sk), v);
     };
-    grad::tape t, u;
-    auto q = t.watch(q0);
-    auto k = t.watch(k0);
-    auto v = t.watch(v0);
-    auto tv = t.watch(temp);
-    auto sv = t.watch(slope);
-    auto kv = t.watch(sink);
-    auto uq = u.watch(q0);
-    auto uk = u.watch(k0);
-    auto uv = u.watch(v0);
-    auto utv = u.watch(temp);
-    auto usv = u.watch(slope);
-    auto ukv = u.watch(sink);
-    auto z = all(q, k, v, tv, sv, kv, std::false_type{});
-    auto uz = all(uq, uk, uv, utv, usv, ukv, std::true_type{});
-    static_assert(uses_fused_attention_v<decltype(z)>);
-    static_assert(!uses_fused_attention_v<decltype(uz)>);
     const auto rr = random_tensor(tensor<float, batch, head, q_posn, d_value>(batch{2}, head{3}, q_posn{nq}, d_value{4}), 14);
-    t.backward(sum<batch, head, q_posn, d_value>(z * rr));
-    u.backward(sum<batch, head, q_posn, d_value>(uz * rr));
-    CHECK(differ(z.value(), uz.value(), 2e-5) == 0);
-    CHECK(differ(gradient(q), gradient(uq), 2e-4) == 0);
-    CHECK(differ(gradient(k), gradient(uk), 2e-4) == 0);
-    CHECK(differ(gradient(v), gradient(uv), 2e-4) == 0);
-    CHECK(differ(gradient(tv), gradient(utv), 2e-4) == 0);
-    CHECK(differ(gradient(sv), gradient(usv), 2e-4) == 0);
-    CHECK(differ(gradient(kv), gradient(ukv), 2e-4) == 0);
+    check_fused_equals_unfused(all, rr, 2e-4, q0, k0, v0, temp, slope, sink);
   }
 }

@@ -15,6 +15,7 @@
 #include <dimsum/grad/rules/embedding.hpp>
 #include <dimsum/grad/rules/layer_norm.hpp>
 #include <dimsum/grad/rules/log_softmax.hpp>
+#include <dimsum/grad/rules/map.hpp>
 #include <dimsum/grad/rules/math.hpp>
 #include <dimsum/grad/rules/mask.hpp>
 #include <dimsum/grad/rules/reduce.hpp>

@@ -3,7 +3,7 @@
 /// The operations that continue a lazy attention chain on vars
 /// (grad/lazy_var.hpp): a scale by a scalar (`* s`, `s *`, `/ s`), a
 /// factor that is a var over batch dims (`* temp`, a per-head
-/// temperature), `tanh`, `causal_mask`, `window_mask`, `masked_fill`,
+/// temperature), `tanh`, `map(with_derivative(f, df), s)`, `causal_mask`, `window_mask`, `masked_fill`,
 /// `where` with a scalar, a constant bias (`+` a tensor or expression) or
 /// a learned ALiBi bias (`+ outer(slope, relative_positions(...))`, slope
 /// a var), and `softmax`, with or without sink logits (a var, or a
@@ -23,6 +23,7 @@
 #include <dimsum/grad/lazy_var.hpp>
 #include <dimsum/grad/rules/activation.hpp>
 #include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/grad/rules/map.hpp>
 #include <dimsum/grad/rules/mask.hpp>
 #include <dimsum/grad/rules/sink_softmax.hpp>
 #include <dimsum/grad/rules/softmax.hpp>
@@ -223,6 +224,18 @@ auto tanh(V&& v) {
   auto e = dimsum::tanh(gd::expression_copy(v));
   return gd::continue_chain<gd::continues_chain<decltype(e)>>(v, std::move(e),
                                                              [](const auto& x) { return dimsum::tanh(x); });
+}
+
+/// map of a function with its derivative over a lazy attention chain:
+/// the chain continues.
+template <class F, grad::detail::var_like V>
+  requires grad::detail::lazy_var_like<V> && dimsum::detail::is_differentiable_function_v<std::remove_cvref_t<F>>
+auto map(F&& f, V&& v) {
+  namespace gd = grad::detail;
+  const std::remove_cvref_t<F> fn = std::forward<F>(f);
+  auto e = dimsum::map(fn, gd::expression_copy(v));
+  return gd::continue_chain<gd::continues_chain<decltype(e)>>(v, std::move(e),
+                                                             [fn](const auto& x) { return dimsum::map(fn, x); });
 }
 
 /// A lazy attention chain divided by a scalar: the chain continues.

@@ -6,10 +6,12 @@
 ///     S[b, i, j]   = sum_d Q[b, i, d] * K[b, j, d]
 ///
 /// where f applies the score stages in order (multiply or divide by a
-/// scalar, causal or sliding-window mask, boolean mask) and adds an
+/// scalar or by a factor per batch index, tanh, a user's function, causal
+/// or sliding-window mask, boolean mask) and adds an
 /// optional bias (`score_bias`, never materialised: ALiBi's slope times
 /// distance computed a vector at a time, any other bias by a row callback)
-/// at its place among them. The scores are never materialised:
+/// at its place among them; optional sink logits add exp(sink) to each
+/// row's denominator. The scores are never materialised:
 /// each thread keeps one BR x BC score tile, the running row maxima and sums
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
@@ -57,7 +59,8 @@ enum class score_op {
   divide,    ///< s / value
   causal,    ///< value where j > i + offset or i + offset - j >= window, else s
   mask,      ///< value where mask[b, i, j], else s
-  tanh       ///< tanh(s) (soft-capping: a divide, tanh, multiply)
+  tanh,      ///< tanh(s) (soft-capping: a divide, tanh, multiply)
+  map        ///< fn(ctx, s): a user's function (its derivative dfn for the backward)
 };
 
 /// The window of a causal stage that has none: the plain causal mask.
@@ -79,6 +82,10 @@ struct score_stage {
   // factor[batch_offset(factor_batch, bi)] and `value` is unused.
   const T* factor = nullptr;
   std::array<std::ptrdiff_t, max_group_rank> factor_batch{};
+  // score_op::map: s = fn(ctx, s), with derivative dfn(ctx, s).
+  T (*fn)(const void* ctx, T s) = nullptr;
+  T (*dfn)(const void* ctx, T s) = nullptr;
+  const void* ctx = nullptr;
 };
 
 /// An additive term on the scores, computed row by row so that it is never
@@ -227,6 +234,7 @@ bool masked_keys_vanish(const attention_args<T>& a, std::size_t s) {
       if (st.op == score_op::multiply) cand[c] = cand[c] * st.value;
       if (st.op == score_op::divide) cand[c] = cand[c] / st.value;
       if (st.op == score_op::tanh) cand[c] = std::tanh(cand[c]);
+      if (st.op == score_op::map) cand[c] = st.fn(st.ctx, cand[c]);
     }
     if (st.op == score_op::mask) cand[n++] = st.value;
   }
@@ -492,6 +500,13 @@ struct attention_kernel {
             case score_op::multiply: x = x * v; break;
             case score_op::divide: x = x / v; break;
             case score_op::tanh: x = vector_math<math_fn::tanh>(x); break;
+            case score_op::map: {  // the user's scalar function, lane by lane
+              alignas(64) T lanes[W];
+              ops::store(lanes, x);
+              for (std::size_t l = 0; l < W; ++l) lanes[l] = a.stages[s].fn(a.stages[s].ctx, lanes[l]);
+              x = ops::load(lanes);
+              break;
+            }
             case score_op::causal:
               x = xsimd::select(col < ops::broadcast(T(keep_from[s])) || col >= ops::broadcast(T(keep_to[s])), v, x);
               break;
@@ -526,6 +541,7 @@ struct attention_kernel {
             case score_op::multiply: x = x * v; break;
             case score_op::divide: x = x / v; break;
             case score_op::tanh: x = scalar_math<math_fn::tanh>(x); break;
+            case score_op::map: x = a.stages[s].fn(a.stages[s].ctx, x); break;
             case score_op::causal: x = j < keep_from[s] || j >= keep_to[s] ? v : x; break;
             case score_op::mask: x = masked(s, j) ? v : x; break;
           }

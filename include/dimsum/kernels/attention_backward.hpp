@@ -8,7 +8,8 @@
 /// key by key), optionally with its rounding error lse_low[i]. The
 /// backward never materialises the scores: with D[i] = sum_c dO[i, c] * O[i, c], for each key tile it recomputes
 /// P = exp(f(Q Kᵀ) - lse), then dV += Pᵀ dO, dP = dO Vᵀ, dS = P * (dP - D),
-/// and with g = df/ds (the product of the live scale stages, 0 where a
+/// and with g = df/ds (the product of the live scale stages, or each
+/// score's stages replayed when f has tanh, a map or a factor; 0 where a
 /// causal or boolean mask replaced the score) dQ += (g dS) K,
 /// dK += (g dS)ᵀ Q. Key tiles that a causal mask sends wholly to -inf are
 /// skipped. Extra memory: one BR x BC tile and two values per query row.
@@ -95,6 +96,7 @@ struct attention_score_loops {
         case score_op::multiply: x *= a.stage_value(s, bi); break;
         case score_op::divide: x /= st.value; break;
         case score_op::tanh: x = std::tanh(x); break;
+        case score_op::map: x = st.fn(st.ctx, x); break;
         case score_op::causal: {
           const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
           if (j > pos || (st.window != unbounded_window && pos - j >= st.window)) x = st.value;
@@ -177,7 +179,7 @@ struct attention_backward_kernel {
   bool accumulate;
   T scale = T(1);  // df/ds where no mask replaced the score (no tanh, no factor)
   bool has_mask = false;
-  // A tanh stage or a factor per batch index: df/ds varies, and each
+  // A tanh or map stage or a factor per batch index: df/ds varies, and each
   // score's gradient is found by replaying its stages (`replay`).
   bool nonlinear = false;
   std::vector<std::ptrdiff_t> off_bc, off_dq, unit;
@@ -196,7 +198,7 @@ struct attention_backward_kernel {
       if (st.op == score_op::multiply) scale *= st.value;
       if (st.op == score_op::divide) scale /= st.value;
       if (st.op == score_op::mask) has_mask = true;
-      if (st.op == score_op::tanh || st.factor) nonlinear = true;
+      if (st.op == score_op::tanh || st.op == score_op::map || st.factor) nonlinear = true;
     }
     off_bc.resize(d_rows);
     for (std::size_t i = 0; i < d_rows; ++i) off_bc[i] = static_cast<std::ptrdiff_t>(i * BC);
@@ -306,9 +308,19 @@ struct attention_backward_kernel {
     T slope = T(0);
   };
 
+  /// Whether the causal (or window) stage st replaces the score at (i, j).
+  static bool causal_masks(const score_stage<T>& st, std::size_t i, std::size_t j) {
+    const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
+    return j > pos || (st.window != unbounded_window && pos - j >= st.window);
+  }
+  /// Whether the mask stage st replaces the score at (bi, i, j).
+  bool masks(const score_stage<T>& st, std::size_t bi, std::size_t i, std::size_t j) const {
+    return st.mask[a.batch_offset(st.mask_batch, bi) + std::ptrdiff_t(i) * st.mask_row + std::ptrdiff_t(j) * st.mask_col];
+  }
+
   /// The gradient of the raw score `raw` at (bi, i, j) from the gradient
   /// `d` of the final score f(raw), by replaying the stages forward (each
-  /// stage's input kept) and then backward: a multiply or divide scales
+  /// stage's input kept; a mask puts its value in) and then backward: a multiply or divide scales
   /// it, tanh multiplies it by 1 - tanh², a mask that replaced the score
   /// makes it 0 (masked_fill's backward). A factor stage adds d times its
   /// input to its sum, the affine bias d times the distance to the slope's.
@@ -327,7 +339,13 @@ struct attention_backward_kernel {
         case score_op::multiply: x *= value[s]; break;
         case score_op::divide: x /= value[s]; break;
         case score_op::tanh: x = std::tanh(x); break;
-        default: break;  // masks: only their backward matters
+        case score_op::map: x = st.fn(st.ctx, x); break;
+        case score_op::causal:
+          if (causal_masks(st, i, j)) x = st.value;
+          break;
+        case score_op::mask:
+          if (masks(st, bi, i, j)) x = st.value;
+          break;
       }
     }
     if (learn_slope && bias_at == a.n_stages) acc->slope += d * distance;
@@ -339,20 +357,17 @@ struct attention_backward_kernel {
           d *= value[s];
           break;
         case score_op::divide: d /= value[s]; break;
+        case score_op::map: d *= st.dfn(st.ctx, in[s]); break;
         case score_op::tanh: {
           const T t = std::tanh(in[s]);
           d *= T(1) - t * t;
           break;
         }
-        case score_op::causal: {
-          const std::size_t pos = i + st.offset;
-          if (j > pos || (st.window != unbounded_window && pos - j >= st.window)) d = T(0);
+        case score_op::causal:
+          if (causal_masks(st, i, j)) d = T(0);
           break;
-        }
         case score_op::mask:
-          if (st.mask[a.batch_offset(st.mask_batch, bi) + std::ptrdiff_t(i) * st.mask_row +
-                      std::ptrdiff_t(j) * st.mask_col])
-            d = T(0);
+          if (masks(st, bi, i, j)) d = T(0);
           break;
       }
       if (learn_slope && s == bias_at) acc->slope += d * distance;

@@ -19,6 +19,8 @@
 ///     scores' batch dims (not the query or key dim; a per-head
 ///     temperature), materialised (one value per batch index);
 ///   - `tanh(x)` (soft-capping, `c * tanh(x / c)`, is three stages);
+///   - `map(with_derivative(f, df), x)`: a user's function with its
+///     derivative, called per score by the kernel;
 ///   - `causal_mask<Qd, K>(x, value)`, `window_mask<Qd, K>(x, w, value,
 ///     offset)` (one kernel stage: a causal mask is the unbounded window);
 ///   - `masked_fill(x, mask, value)`, `where(cond, x, value)`,
@@ -79,7 +81,8 @@ enum class kind {
   bias_left,         // bias + chain
   factor_right,      // chain * factor (a tensor over batch dims)
   factor_left,       // factor * chain
-  tanh               // tanh(chain)
+  tanh,              // tanh(chain)
+  map                // map(with_derivative(f, df), chain)
 };
 
 template <class X>
@@ -171,6 +174,8 @@ template <class E, class X, class M, class S>
 struct chain<E, elementwise_node<pointwise::masked_fill, X, M, S>> : wrap<kind::masked_fill, X> {};
 template <class E, class X>
 struct chain<E, elementwise_node<pointwise::tanh, X>> : wrap<kind::tanh, X> {};
+template <class E, class X>
+struct chain<E, elementwise_node<pointwise::differentiable_map, X>> : wrap<kind::map, X> {};
 
 // scores * factor, factor * scores: the chain continues in the operand
 // that carries every dim of the scores; the factor (not a scalar) has some
@@ -381,7 +386,7 @@ struct match<E, contraction_node<Out, A, B>> {
       if constexpr (!C::ok) {
         return not_fused(
             "the softmax's operand is not an einsum of two operands followed only by scales by a scalar or by a "
-            "factor over the scores' dims, tanh, causal or window masks, masked_fill or where with a scalar, and one "
+            "factor over the scores' dims, tanh, a map with its derivative, causal or window masks, masked_fill or where with a scalar, and one "
             "bias over the scores' dims");
       } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
         return not_fused("the value type is not float or double");
@@ -443,7 +448,8 @@ inline constexpr bool uses_fused_attention_v = plan::fusion::match<std::remove_c
 
 /// True when E takes the fused path: the fused backward
 /// (grad::fused_attention) differentiates every stage of it (scales, causal
-/// and window masks, boolean masks, the bias; the bias is a constant).
+/// and window masks, boolean masks, tanh, maps with their derivative,
+/// factors, the bias and sinks; vars among those get their gradients).
 template <class E>
 inline constexpr bool fused_attention_is_differentiable_v = uses_fused_attention_v<E>;
 

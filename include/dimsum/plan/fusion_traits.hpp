@@ -75,12 +75,12 @@ struct relative_position_node {
 };
 
 /// The element-wise operations fusion patterns tell apart.
-enum class pointwise { other, multiply, divide, masked_fill, plus, where, tanh };
+enum class pointwise { other, multiply, divide, masked_fill, plus, where, tanh, differentiable_map };
 
 /// An element-wise operation `Op` over the operands `Args`: a scale is a
 /// `multiply` or `divide` with a `scalar_node` operand; `masked_fill` has
 /// the operands (x, mask, scalar), `where` (cond, a, b), `plus` (a, b),
-/// `tanh` (x).
+/// `tanh` (x), `differentiable_map` (x: `map(with_derivative(f, df), x)`).
 template <pointwise Op, class... Args>
 struct elementwise_node {
   static constexpr pointwise op = Op;

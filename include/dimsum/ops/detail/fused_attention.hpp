@@ -132,6 +132,16 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
       push(kernels::score_op::tanh, T(0));
       f();
     });
+  } else if constexpr (C::k == kind::map) {
+    // the user's function and derivative, called through the node's functor
+    using Fn = bare<decltype(e.op().f)>;
+    inner([&] {
+      kernels::score_stage<T>& st = push(kernels::score_op::map, T(0));
+      st.ctx = &e.op().f;
+      st.fn = [](const void* ctx, T s) { return static_cast<T>((*static_cast<const Fn*>(ctx))(s)); };
+      st.dfn = [](const void* ctx, T s) { return static_cast<T>(static_cast<const Fn*>(ctx)->derivative(s)); };
+      f();
+    });
   } else if constexpr (C::k == kind::factor_right || C::k == kind::factor_left) {
     // a factor per batch index: materialised, read at the batch index's offset
     inner([&] {
