@@ -35,6 +35,8 @@
 #include <dimsum/ops/alibi.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
+#include <dimsum/ops/sink_softmax.hpp>
+#include <dimsum/ops/with_derivative.hpp>
 #include <dimsum/ops/softmax.hpp>
 #include <dimsum/ops/stack.hpp>
 #include <dimsum/tensor/concepts.hpp>

@@ -8,9 +8,16 @@
 // (forward), and central finite differences of the tensor forward. Shapes:
 // causal, a padding mask with -1e9f and a query row masked whole, a sliding
 // window, grouped-query attention; a mask that is a local of a function
-// which returned before backward (owned, not referenced).
+// which returned before backward (owned, not referenced). Score
+// modifications (fixtures of tests/reference/make_score_mod_fixtures.py):
+// soft-capping, a learned per-head temperature, learned ALiBi slopes and
+// attention sinks, a user's map with its derivative, each fused on tensors
+// and on vars with the gradient of its learned tensor, and all of them at
+// once in float.
 
 #include <dimsum/grad/grad.hpp>
+#include <dimsum/ops/alibi.hpp>
+#include <dimsum/ops/math.hpp>
 #include <dimsum/ops/window_mask.hpp>
 
 #include <cmath>
@@ -18,6 +25,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -35,6 +44,7 @@ DIMSUM_DIM(d_head);
 DIMSUM_DIM(d_value);
 DIMSUM_DIM(kv_head);
 DIMSUM_DIM(group);
+DIMSUM_DIM(head);
 
 constexpr double ninf = -std::numeric_limits<double>::infinity();
 
@@ -363,17 +373,254 @@ TEST_CASE("attention_not_fused_reason_v names the part of an attention-shaped ex
   const QT q(batch{1}, q_posn{2}, d_head{3});
   const KT k(batch{1}, k_posn{2}, d_head{3});
   const VT v(batch{1}, k_posn{2}, d_value{1});
-  const tensor<double, batch> per_batch(batch{1});
+  const tensor<double, batch, q_posn> per_query(batch{1}, q_posn{2});
   using fused = decltype(attend(scores(q, k) * 0.5, v));
   STATIC_REQUIRE(uses_fused_attention_v<fused>);
   STATIC_REQUIRE(attention_not_fused_reason_v<fused>.empty());
-  using scaled_by_tensor = decltype(attend(scores(q, k) * per_batch, v));
-  STATIC_REQUIRE(!uses_fused_attention_v<scaled_by_tensor>);
-  STATIC_REQUIRE(attention_not_fused_reason_v<scaled_by_tensor>.starts_with("the softmax's operand is not"));
+  using minus = decltype(attend(scores(q, k) - 0.5, v));
+  STATIC_REQUIRE(!uses_fused_attention_v<minus>);
+  STATIC_REQUIRE(attention_not_fused_reason_v<minus>.starts_with("the softmax's operand is not"));
+  using scaled_per_query = decltype(attend(scores(q, k) * per_query, v));
+  STATIC_REQUIRE(!uses_fused_attention_v<scaled_per_query>);
+  STATIC_REQUIRE(attention_not_fused_reason_v<scaled_per_query> ==
+                 "a factor on the scores has the query or key dim (it must be one value per batch index)");
   using no_softmax = decltype(einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn d_value">(scores(q, k), v));
   STATIC_REQUIRE(attention_not_fused_reason_v<no_softmax> == "neither operand of the outer einsum is a softmax");
   using keeps_keys =
       decltype(einsum<"batch q_posn k_posn, batch k_posn d_value -> batch q_posn k_posn d_value">(softmax<k_posn>(scores(q, k)), v));
   STATIC_REQUIRE(attention_not_fused_reason_v<keeps_keys> ==
                  "the outer einsum does not sum exactly the key dim and keep every other dim");
+}
+
+namespace {
+
+using HQ = tensor<double, batch, head, q_posn, d_head>;
+using HK = tensor<double, batch, head, k_posn, d_head>;
+using HV = tensor<double, batch, head, k_posn, d_value>;
+using HO = tensor<double, batch, head, q_posn, d_value>;
+using HT = tensor<double, head>;
+
+enum class score_mod { softcap, temperature, alibi, sink, map };
+
+/// The scores over heads; `Unfused` evaluates them (the unfused chain).
+template <bool Unfused, class Q, class K>
+auto head_scores(const Q& q, const K& k) {
+  auto s = einsum<"batch head q_posn d_head, batch head k_posn d_head -> batch head q_posn k_posn">(q, k);
+  if constexpr (Unfused)
+    return dimsum::eval(std::move(s));
+  else
+    return s;
+}
+
+/// Runs chain(unfused, vars...) of the inputs x on two tapes, fused
+/// (std::false_type) and with the scores evaluated first (std::true_type),
+/// and checks that the values and the gradients of every input agree
+/// within tol (1 + |unfused|); r weighs the output in the loss.
+template <class R, class Chain, class... X>
+void check_fused_equals_unfused(Chain chain, const R& r, double tol, const X&... x) {
+  grad::tape t, u;
+  auto fused = std::make_tuple(t.watch(x)...);
+  auto unfused = std::make_tuple(u.watch(x)...);
+  auto z = std::apply([&](const auto&... v) { return chain(std::false_type{}, v...); }, fused);
+  auto uz = std::apply([&](const auto&... v) { return chain(std::true_type{}, v...); }, unfused);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  static_assert(!uses_fused_attention_v<decltype(uz)>);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  CHECK(differ(z.value(), uz.value(), tol) == 0);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          INFO("input " << I);
+          CHECK(differ(gradient(std::get<I>(fused)), gradient(std::get<I>(unfused)), tol) == 0);
+        }(),
+        ...);
+  }(std::index_sequence_for<X...>{});
+}
+
+/// s + 0.1 s^3 with its derivative, the user's function of the map case.
+inline auto cubic() {
+  return with_derivative([](double s) { return s + 0.1 * s * s * s; }, [](double s) { return 1 + 0.3 * s * s; });
+}
+
+/// Causal attention over heads with one score modification, on tensors or
+/// vars, in one expression; `Unfused` evaluates the scores first (the
+/// unfused chain). `learned` is the temperature, the ALiBi slopes or the
+/// sink logits (read by name over `head`), unused by soft-capping.
+template <score_mod M, bool Unfused = false, class Q, class K, class V, class L>
+auto modded(const Q& q, const K& k, const V& v, const L& learned) {
+  auto mod = [&](auto&& s) {
+    using S = decltype(s);
+    if constexpr (M == score_mod::softcap)  // Gemma 2: c * tanh(s / c), c = 2, after the 1/2 scale
+      return 2.0 * tanh(std::forward<S>(s) * 0.5 / 2.0);
+    else if constexpr (M == score_mod::temperature)
+      return std::forward<S>(s) * learned;
+    else if constexpr (M == score_mod::alibi)  // learned ALiBi slopes
+      return std::forward<S>(s) / 2.0 + outer(learned, relative_positions<double>(q_posn{5}, k_posn{6}));
+    else if constexpr (M == score_mod::map)  // a user's function with its derivative
+      return map(cubic(), std::forward<S>(s) * 0.5);
+    else
+      return std::forward<S>(s) * 0.5;
+  };
+  auto pattern = [&](auto&& masked) {
+    using X = decltype(masked);
+    if constexpr (M == score_mod::sink)  // gpt-oss: a logit per head in the denominator
+      return softmax<k_posn>(std::forward<X>(masked), learned);
+    else
+      return softmax<k_posn>(std::forward<X>(masked));
+  };
+  return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+      pattern(causal_mask<q_posn, k_posn>(mod(head_scores<Unfused>(q, k)), ninf)), v);
+}
+
+template <score_mod M>
+void check_score_mod(const std::string& name) {
+  INFO(name);
+  const std::string f = "score_mod/" + name + "_";
+  const HQ q0 = golden::load<HQ>(f + "q.npy");
+  const HK k0 = golden::load<HK>(f + "k.npy");
+  const HV v0 = golden::load<HV>(f + "v.npy");
+  const HO r = golden::load<HO>(f + "r.npy");
+  const bool learns = M != score_mod::softcap && M != score_mod::map;
+  const HT l0 = learns ? golden::load<HT>(f + "learned.npy") : HT(head{2});
+
+  // On tensors (inference): fused, equal to PyTorch and to the unfused chain.
+  static_assert(uses_fused_attention_v<decltype(modded<M>(q0, k0, v0, l0))>);
+  static_assert(!uses_fused_attention_v<decltype(modded<M, true>(q0, k0, v0, l0))>);
+  const HO on_tensors = modded<M>(q0, k0, v0, l0);
+  golden::check(on_tensors, f + "out.npy", 1e-12, 1e-12);
+  CHECK(differ(on_tensors, HO(modded<M, true>(q0, k0, v0, l0)), 1e-12) == 0);
+
+  // On vars (training): one fused node, gradients of q, k, v and the learned tensor.
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto l = t.watch(l0);
+  const std::size_t leaves = t.size();
+  auto z = modded<M>(q, k, v, l);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  CHECK(t.size() == leaves + 1);
+  CHECK(differ(z.value(), on_tensors, 0.0) == 0);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  golden::check(gradient(q), f + "grad_q.npy", 1e-12, 1e-12);
+  golden::check(gradient(k), f + "grad_k.npy", 1e-12, 1e-12);
+  golden::check(gradient(v), f + "grad_v.npy", 1e-12, 1e-12);
+  if (learns) golden::check(gradient(l), f + "grad_learned.npy", 1e-12, 1e-12);
+
+  // The unfused chain on vars: the same gradients.
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  auto ul = u.watch(l0);
+  auto uz = modded<M, true>(uq, uk, uv, ul);
+  static_assert(!uses_fused_attention_v<decltype(uz)>);
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  CHECK(differ(z.value(), uz.value(), 1e-12) == 0);
+  CHECK(differ(gradient(q), gradient(uq), 1e-12) == 0);
+  CHECK(differ(gradient(k), gradient(uk), 1e-12) == 0);
+  CHECK(differ(gradient(v), gradient(uv), 1e-12) == 0);
+  if (learns) CHECK(differ(gradient(l), gradient(ul), 1e-12) == 0);
+
+  // Central finite differences of the tensor forward.
+  auto fd = [&](const auto& x, auto f) { return finite_difference(x, [&](const auto& y) { return HO(f(y)); }, r); };
+  CHECK(differ(gradient(q), fd(q0, [&](const HQ& x) { return modded<M>(x, k0, v0, l0); }), 1e-7) == 0);
+  CHECK(differ(gradient(k), fd(k0, [&](const HK& x) { return modded<M>(q0, x, v0, l0); }), 1e-7) == 0);
+  if (learns) CHECK(differ(gradient(l), fd(l0, [&](const HT& x) { return modded<M>(q0, k0, v0, x); }), 1e-7) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("score modifications fuse on tensors and vars: soft-capping; PyTorch, unfused chain, finite differences") {
+  check_score_mod<score_mod::softcap>("softcap");
+}
+
+TEST_CASE("score modifications fuse on tensors and vars: a learned per-head temperature and its gradient") {
+  check_score_mod<score_mod::temperature>("temperature");
+}
+
+TEST_CASE("score modifications fuse on tensors and vars: learned ALiBi slopes and their gradient") {
+  check_score_mod<score_mod::alibi>("alibi");
+}
+
+TEST_CASE("score modifications fuse on tensors and vars: attention sinks (a learned logit per head) and their gradient") {
+  check_score_mod<score_mod::sink>("sink");
+}
+
+TEST_CASE("score modifications fuse on tensors and vars: a user's map with its derivative") {
+  check_score_mod<score_mod::map>("map");
+}
+
+TEST_CASE("a learned temperature after a padding mask with a finite fill: fused gradients equal the unfused chain's") {
+  // the temperature multiplies the fill (-3, whose weight is not 0) where the mask hid a key
+  const HQ q0 = random_tensor(HQ(batch{2}, head{2}, q_posn{5}, d_head{4}), 21);
+  const HK k0 = random_tensor(HK(batch{2}, head{2}, k_posn{6}, d_head{4}), 22);
+  const HV v0 = random_tensor(HV(batch{2}, head{2}, k_posn{6}, d_value{3}), 23);
+  const HO r = random_tensor(HO(batch{2}, head{2}, q_posn{5}, d_value{3}), 24);
+  HT temp0(head{2});
+  temp0(head{0}) = 0.7;
+  temp0(head{1}) = 1.6;
+  tensor<bool, batch, k_posn> keep(batch{2}, k_posn{6});
+  for (std::size_t j = 0; j < 6; ++j) {
+    keep(batch{0}, k_posn{j}) = j < 4;
+    keep(batch{1}, k_posn{j}) = j > 0;
+  }
+  auto chain = [&](auto unfused, const auto& q, const auto& k, const auto& v, const auto& t) {
+    return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+        softmax<k_posn>(masked_fill(head_scores<decltype(unfused)::value>(q, k), !keep, -3.0) * t), v);
+  };
+  check_fused_equals_unfused(chain, r, 1e-12, q0, k0, v0, temp0);
+}
+
+TEST_CASE("softmax with sinks: a finite sink takes a row whose keys are all masked (zeros); -inf sinks are softmax") {
+  using ST = tensor<double, batch, q_posn, k_posn>;
+  ST x(batch{1}, q_posn{2}, k_posn{3});
+  const double row0[3] = {0.5, -1.0, 2.0};
+  for (std::size_t j = 0; j < 3; ++j) {
+    x(batch{0}, q_posn{0}, k_posn{j}) = row0[j];
+    x(batch{0}, q_posn{1}, k_posn{j}) = ninf;
+  }
+  tensor<double, batch> sink(batch{1});
+  sink(batch{0}) = 1.0;
+  const ST y = softmax<k_posn>(x, sink);
+  const double denominator = std::exp(1.0) + std::exp(0.5) + std::exp(-1.0) + std::exp(2.0);  // by hand
+  for (std::size_t j = 0; j < 3; ++j) {
+    CHECK(y(batch{0}, q_posn{0}, k_posn{j}) == Approx(std::exp(row0[j]) / denominator).epsilon(1e-14));
+    CHECK(y(batch{0}, q_posn{1}, k_posn{j}) == 0.0);
+  }
+  sink(batch{0}) = ninf;
+  const ST plain = softmax<k_posn>(x, sink);
+  const ST want = softmax<k_posn>(x);
+  CHECK(differ(plain, want, 1e-15) == 0);  // NaN in the row of only -inf, as softmax
+}
+
+TEST_CASE("score modifications fuse together: soft-capping of tempered scores, learned ALiBi slopes, sinks") {
+  // f32, more rows than one query tile and few-row decoding: the kernels' vector paths
+  using FQ4 = tensor<float, batch, head, q_posn, d_head>;
+  using FK4 = tensor<float, batch, head, k_posn, d_head>;
+  using FV4 = tensor<float, batch, head, k_posn, d_value>;
+  using FT = tensor<float, head>;
+  for (std::size_t nq : {std::size_t(3), std::size_t(70)}) {
+    INFO("queries " << nq);
+    const std::size_t nk = nq + 5;
+    const FQ4 q0 = random_tensor(FQ4(batch{2}, head{3}, q_posn{nq}, d_head{8}), 11);
+    const FK4 k0 = random_tensor(FK4(batch{2}, head{3}, k_posn{nk}, d_head{8}), 12);
+    const FV4 v0 = random_tensor(FV4(batch{2}, head{3}, k_posn{nk}, d_value{4}), 13);
+    FT temp(head{3}), slope(head{3}), sink(head{3});
+    for (std::size_t h = 0; h < 3; ++h) {
+      temp(head{h}) = 0.8f + 0.3f * float(h);
+      slope(head{h}) = 0.5f / float(h + 1);
+      sink(head{h}) = 0.5f * float(h) - 0.4f;
+    }
+    auto all = [&](auto unfused, const auto& q, const auto& k, const auto& v, const auto& t, const auto& m,
+                   const auto& sk) {
+      auto capped = 3.0f * tanh(head_scores<decltype(unfused)::value>(q, k) * t / 3.0f);
+      auto biased = capped + outer(m, relative_positions<float>(q_posn{nq}, k_posn{nk}, 5));
+      return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+          softmax<k_posn>(causal_mask<q_posn, k_posn>(biased, -std::numeric_limits<float>::infinity()), sk), v);
+    };
+    const auto rr = random_tensor(tensor<float, batch, head, q_posn, d_value>(batch{2}, head{3}, q_posn{nq}, d_value{4}), 14);
+    check_fused_equals_unfused(all, rr, 2e-4, q0, k0, v0, temp, slope, sink);
+  }
 }

@@ -15,6 +15,7 @@
 #include <dimsum/grad/rules/embedding.hpp>
 #include <dimsum/grad/rules/layer_norm.hpp>
 #include <dimsum/grad/rules/log_softmax.hpp>
+#include <dimsum/grad/rules/map.hpp>
 #include <dimsum/grad/rules/math.hpp>
 #include <dimsum/grad/rules/mask.hpp>
 #include <dimsum/grad/rules/reduce.hpp>
@@ -22,6 +23,7 @@
 #include <dimsum/grad/rules/rename.hpp>
 #include <dimsum/grad/rules/repeat.hpp>
 #include <dimsum/grad/rules/rope.hpp>
+#include <dimsum/grad/rules/sink_softmax.hpp>
 #include <dimsum/grad/rules/slice.hpp>
 #include <dimsum/grad/rules/softmax.hpp>
 #include <dimsum/grad/rules/window_mask.hpp>

@@ -6,10 +6,12 @@
 ///     S[b, i, j]   = sum_d Q[b, i, d] * K[b, j, d]
 ///
 /// where f applies the score stages in order (multiply or divide by a
-/// scalar, causal or sliding-window mask, boolean mask) and adds an
+/// scalar or by a factor per batch index, tanh, a user's function, causal
+/// or sliding-window mask, boolean mask) and adds an
 /// optional bias (`score_bias`, never materialised: ALiBi's slope times
 /// distance computed a vector at a time, any other bias by a row callback)
-/// at its place among them. The scores are never materialised:
+/// at its place among them; optional sink logits add exp(sink) to each
+/// row's denominator. The scores are never materialised:
 /// each thread keeps one BR x BC score tile, the running row maxima and sums
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
@@ -44,6 +46,7 @@
 #include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/softmax.hpp"
 #include "dimsum/kernels/threads.hpp"
+#include "dimsum/kernels/vector_math.hpp"
 
 namespace dimsum::kernels {
 
@@ -55,7 +58,9 @@ enum class score_op {
   multiply,  ///< s * value
   divide,    ///< s / value
   causal,    ///< value where j > i + offset or i + offset - j >= window, else s
-  mask       ///< value where mask[b, i, j], else s
+  mask,      ///< value where mask[b, i, j], else s
+  tanh,      ///< tanh(s) (soft-capping: a divide, tanh, multiply)
+  map        ///< fn(ctx, s): a user's function (its derivative dfn for the backward)
 };
 
 /// The window of a causal stage that has none: the plain causal mask.
@@ -72,6 +77,15 @@ struct score_stage {
   const bool* mask = nullptr;  // score_op::mask only
   std::array<std::ptrdiff_t, max_group_rank> mask_batch{};
   std::ptrdiff_t mask_row = 0, mask_col = 0;  // strides along i and j
+  // score_op::multiply by a per-batch-index factor (a per-head
+  // temperature): when set, the value of batch index bi is
+  // factor[batch_offset(factor_batch, bi)] and `value` is unused.
+  const T* factor = nullptr;
+  std::array<std::ptrdiff_t, max_group_rank> factor_batch{};
+  // score_op::map: s = fn(ctx, s), with derivative dfn(ctx, s).
+  T (*fn)(const void* ctx, T s) = nullptr;
+  T (*dfn)(const void* ctx, T s) = nullptr;
+  const void* ctx = nullptr;
 };
 
 /// An additive term on the scores, computed row by row so that it is never
@@ -115,6 +129,11 @@ struct attention_args {
   std::size_t n_stages = 0;
   std::array<score_stage<T>, max_score_stages> stages{};
   score_bias<T> bias{};  // bias.add == nullptr: none
+  /// Sink logits (nullptr: none): one more term exp(sink_b) in each row's
+  /// softmax denominator and none in the numerator, the sink of batch index
+  /// bi read at `sink + batch_offset(sink_batch, bi)`.
+  const T* sink = nullptr;
+  std::array<std::ptrdiff_t, max_group_rank> sink_batch{};
   /// When set, the kernel also writes each query row's log-sum-exp of the
   /// staged scores, lse[b * nq + i] (batch-major; -inf for a row of only
   /// -inf scores), the statistic the fused backward reads (not written
@@ -140,6 +159,17 @@ struct attention_args {
       bi /= batch_extents[d];
     }
     return off;
+  }
+  /// The value of stage s for batch index bi (its factor's, if it has one).
+  T stage_value(std::size_t s, std::size_t bi) const noexcept {
+    const score_stage<T>& st = stages[s];
+    return st.factor ? st.factor[batch_offset(st.factor_batch, bi)] : st.value;
+  }
+  /// The running maximum and sum a row of batch index bi starts from:
+  /// the sink as one more score whose exp adds to the sum, else -inf and 0.
+  void row_start(std::size_t bi, T& m, T& l) const noexcept {
+    m = sink ? sink[batch_offset(sink_batch, bi)] : -std::numeric_limits<T>::infinity();
+    l = sink ? T(1) : T(0);  // with m = -inf the first key tile's rescale (by 0) drops it
   }
   /// The affine bias's slope of batch index bi.
   T bias_slope(std::size_t bi) const noexcept { return bias.slope[batch_offset(bias.slope_batch, bi)]; }
@@ -199,9 +229,12 @@ bool masked_keys_vanish(const attention_args<T>& a, std::size_t s) {
   cand[n++] = a.stages[s].value;
   for (std::size_t t = s + 1; t < a.n_stages; ++t) {
     const score_stage<T>& st = a.stages[t];
+    if (st.factor) return false;  // a factor per batch index, of any sign
     for (std::size_t c = 0; c < n; ++c) {
       if (st.op == score_op::multiply) cand[c] = cand[c] * st.value;
       if (st.op == score_op::divide) cand[c] = cand[c] / st.value;
+      if (st.op == score_op::tanh) cand[c] = std::tanh(cand[c]);
+      if (st.op == score_op::map) cand[c] = st.fn(st.ctx, cand[c]);
     }
     if (st.op == score_op::mask) cand[n++] = st.value;
   }
@@ -434,8 +467,10 @@ struct attention_kernel {
     // fma (equal to slope * (j + base) when the slope is a power of two, as
     // ALiBi's are for a power-of-two head count; within an ulp otherwise)
     const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
+    T value[max_score_stages];  // each stage's value for this batch index
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
+      value[s] = a.stage_value(s, bi);
       if (st.op == score_op::causal) {
         const key_range kept = causal_kept_columns(st, i, j0, n);
         keep_from[s] = kept.lo;
@@ -460,10 +495,18 @@ struct attention_kernel {
         auto bias_at_j = [&] { return affine ? ops::fma(vslope, col, vsbase) : ops::loadu(bias + j); };
         for (std::size_t s = 0; s < a.n_stages; ++s) {
           if (s == bias_at) x = x + bias_at_j();
-          const auto v = ops::broadcast(a.stages[s].value);
+          const auto v = ops::broadcast(value[s]);
           switch (a.stages[s].op) {
             case score_op::multiply: x = x * v; break;
             case score_op::divide: x = x / v; break;
+            case score_op::tanh: x = vector_math<math_fn::tanh>(x); break;
+            case score_op::map: {  // the user's scalar function, lane by lane
+              alignas(64) T lanes[W];
+              ops::store(lanes, x);
+              for (std::size_t l = 0; l < W; ++l) lanes[l] = a.stages[s].fn(a.stages[s].ctx, lanes[l]);
+              x = ops::load(lanes);
+              break;
+            }
             case score_op::causal:
               x = xsimd::select(col < ops::broadcast(T(keep_from[s])) || col >= ops::broadcast(T(keep_to[s])), v, x);
               break;
@@ -493,10 +536,12 @@ struct attention_kernel {
         T x = row[j];
         for (std::size_t s = 0; s < a.n_stages; ++s) {
           if (s == bias_at) x = x + bias_at_j(j);
-          const T v = a.stages[s].value;
+          const T v = value[s];
           switch (a.stages[s].op) {
             case score_op::multiply: x = x * v; break;
             case score_op::divide: x = x / v; break;
+            case score_op::tanh: x = scalar_math<math_fn::tanh>(x); break;
+            case score_op::map: x = a.stages[s].fn(a.stages[s].ctx, x); break;
             case score_op::causal: x = j < keep_from[s] || j >= keep_to[s] ? v : x; break;
             case score_op::mask: x = masked(s, j) ? v : x; break;
           }
@@ -613,8 +658,10 @@ struct attention_kernel {
     if (!q_rows) pack_q(buf, qb, i0, rows);
     const std::size_t panels = (rows + MR - 1) / MR;
     std::fill(buf.o, buf.o + panels * MR * dv_pad, T(0));
-    std::fill(buf.m, buf.m + rows, -std::numeric_limits<T>::infinity());
-    std::fill(buf.l, buf.l + rows, T(0));
+    T m0, l0;
+    a.row_start(bi, m0, l0);
+    std::fill(buf.m, buf.m + rows, m0);
+    std::fill(buf.l, buf.l + rows, l0);
 
     for (std::size_t j0 = kept.lo; j0 < key_end; j0 += BC) {
       const std::size_t n = std::min(BC, key_end - j0);
@@ -682,7 +729,8 @@ struct attention_kernel {
     const bool unit = a.q_col == 1 && a.k_col == 1 && a.v_col == 1;
     T* o = buf.o;
     std::fill(o, o + dv_pad, T(0));
-    T m = -std::numeric_limits<T>::infinity(), l = T(0);
+    T m, l;
+    a.row_start(bi, m, l);
     for (std::size_t j0 = kept.lo; j0 < kept.hi; j0 += BC) {
       const std::size_t n = std::min(BC, kept.hi - j0), n_vec = round_up(n, W);
       T* row = buf.s;
@@ -726,8 +774,11 @@ struct attention_kernel {
     const std::size_t nb = a.batch_size();
     if (nb == 0 || a.nq == 0 || a.dv == 0) return;
     if (a.nk == 0) {  // an empty sum: zeros, as the unfused contraction gives
-      if (a.lse) std::fill(a.lse, a.lse + nb * a.nq, -std::numeric_limits<T>::infinity());
-      if (a.lse && a.lse_low) std::fill(a.lse_low, a.lse_low + nb * a.nq, T(0));
+      for (std::size_t bi = 0; bi < nb && a.lse; ++bi) {  // the sink alone, or -inf
+        T m, l;
+        a.row_start(bi, m, l);
+        for (std::size_t i = 0; i < a.nq; ++i) store_row_stats(a, bi * a.nq + i, m, l);
+      }
       for (std::size_t bi = 0; bi < nb; ++bi) {
         T* ob = a.out + a.batch_offset(a.out_batch, bi);
         for (std::size_t i = 0; i < a.nq; ++i)

@@ -8,7 +8,8 @@
 /// key by key), optionally with its rounding error lse_low[i]. The
 /// backward never materialises the scores: with D[i] = sum_c dO[i, c] * O[i, c], for each key tile it recomputes
 /// P = exp(f(Q Kᵀ) - lse), then dV += Pᵀ dO, dP = dO Vᵀ, dS = P * (dP - D),
-/// and with g = df/ds (the product of the live scale stages, 0 where a
+/// and with g = df/ds (the product of the live scale stages, or each
+/// score's stages replayed when f has tanh, a map or a factor; 0 where a
 /// causal or boolean mask replaced the score) dQ += (g dS) K,
 /// dK += (g dS)ᵀ Q. Key tiles that a causal mask sends wholly to -inf are
 /// skipped. Extra memory: one BR x BC tile and two values per query row.
@@ -55,6 +56,17 @@ struct attention_grad_args {
   /// large finite fill (-1e9, where lse rounds log(l) away) equal to the
   /// unfused softmax.
   const T* lse_low = nullptr;
+  /// The gradients of the learned parts of f, per batch index (nullptr:
+  /// not wanted): dfactor[s][bi] = sum over (i, j) of dF * x, for a
+  /// multiply stage s with a factor (x the score it multiplies, dF the
+  /// gradient of its result); dslope[bi] = sum over (i, j) of dB * (j - (i
+  /// + offset)) for the affine bias (dB the gradient of the biased score).
+  /// Each holds `fwd->batch_size()` values, written.
+  std::array<T*, max_score_stages> dfactor{};
+  T* dslope = nullptr;
+  /// dsink[bi] = -sum over i of P_sink[i] * D[i], the gradient of the sink
+  /// logit of batch index bi (P_sink = exp(sink - lse), D = rowsum(dO * O)).
+  T* dsink = nullptr;
 };
 
 namespace detail {
@@ -81,8 +93,10 @@ struct attention_score_loops {
       if (s == bias_at) add_bias(x);
       const score_stage<T>& st = a.stages[s];
       switch (st.op) {
-        case score_op::multiply: x *= st.value; break;
+        case score_op::multiply: x *= a.stage_value(s, bi); break;
         case score_op::divide: x /= st.value; break;
+        case score_op::tanh: x = std::tanh(x); break;
+        case score_op::map: x = st.fn(st.ctx, x); break;
         case score_op::causal: {
           const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
           if (j > pos || (st.window != unbounded_window && pos - j >= st.window)) x = st.value;
@@ -112,7 +126,8 @@ struct attention_score_loops {
     const std::size_t nb = a.batch_size();
     for (std::size_t bi = 0; bi < nb; ++bi)
       for (std::size_t i = 0; i < a.nq; ++i) {
-        T m = ninf, l = T(0);  // online: running maximum and sum
+        T m, l;  // online: running maximum and sum (from the sink, if any)
+        a.row_start(bi, m, l);
         for (std::size_t j = 0; j < a.nk; ++j) {
           const T x = score(raw_score(bi, i, j), bi, i, j);
           if (x > m) {
@@ -162,8 +177,11 @@ struct attention_backward_kernel {
   // Whether two batch indices share a gradient element (a broadcast batch
   // dim): then gradients are zeroed first and added to, else written.
   bool accumulate;
-  T scale = T(1);  // df/ds where no mask replaced the score
+  T scale = T(1);  // df/ds where no mask replaced the score (no tanh, no factor)
   bool has_mask = false;
+  // A tanh or map stage or a factor per batch index: df/ds varies, and each
+  // score's gradient is found by replaying its stages (`replay`).
+  bool nonlinear = false;
   std::vector<std::ptrdiff_t> off_bc, off_dq, unit;
 
   explicit attention_backward_kernel(const attention_args<T>& args)
@@ -180,6 +198,7 @@ struct attention_backward_kernel {
       if (st.op == score_op::multiply) scale *= st.value;
       if (st.op == score_op::divide) scale /= st.value;
       if (st.op == score_op::mask) has_mask = true;
+      if (st.op == score_op::tanh || st.op == score_op::map || st.factor) nonlinear = true;
     }
     off_bc.resize(d_rows);
     for (std::size_t i = 0; i < d_rows; ++i) off_bc[i] = static_cast<std::ptrdiff_t>(i * BC);
@@ -194,13 +213,13 @@ struct attention_backward_kernel {
 
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
-    T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt, *bias;
+    T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt, *bias, *raw;
   };
-  std::array<std::size_t, 17> sizes() const {
+  std::array<std::size_t, 18> sizes() const {
     const std::size_t tile = BR * BC;
     return {nk_pad * a.dk, nk_pad * a.dv, dk_pad * a.nk, a.dk * t_ld, a.dv * t_ld,
             q_in_place() ? 0 : a.nq * a.dk, dout_in_place() ? 0 : a.nq * a.dv, a.nq * dk_pad, a.nq,
-            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC, BC};
+            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC, BC, BC};
   }
   std::size_t scratch_bytes() const {
     std::size_t total = 0;
@@ -209,14 +228,14 @@ struct attention_backward_kernel {
   }
   buffers carve(void* base) const {
     auto* p = static_cast<unsigned char*>(base);
-    T* ptr[17];
+    T* ptr[18];
     const auto n = sizes();
-    for (std::size_t x = 0; x < 17; ++x) {
+    for (std::size_t x = 0; x < 18; ++x) {
       ptr[x] = reinterpret_cast<T*>(p);
       p += round_up(n[x] * sizeof(T), scratch_alignment);
     }
     return {ptr[0], ptr[1], ptr[2],  ptr[3],  ptr[4],  ptr[5],  ptr[6],  ptr[7], ptr[8],
-            ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16]};
+            ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16], ptr[17]};
   }
 
   /// src[r, c] (strides rs, cs; rows x cols) into NR-row panels,
@@ -282,19 +301,95 @@ struct attention_backward_kernel {
       copy_2d(src, rs, cs, rows, cols, dst, drs, dcs);
   }
 
+  /// The sums of one batch index's learned-part gradients
+  /// (`attention_grad_args::dfactor`, `dslope`).
+  struct learned_sums {
+    T factor[max_score_stages] = {};
+    T slope = T(0);
+  };
+
+  /// Whether the causal (or window) stage st replaces the score at (i, j).
+  static bool causal_masks(const score_stage<T>& st, std::size_t i, std::size_t j) {
+    const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
+    return j > pos || (st.window != unbounded_window && pos - j >= st.window);
+  }
+  /// Whether the mask stage st replaces the score at (bi, i, j).
+  bool masks(const score_stage<T>& st, std::size_t bi, std::size_t i, std::size_t j) const {
+    return st.mask[a.batch_offset(st.mask_batch, bi) + std::ptrdiff_t(i) * st.mask_row + std::ptrdiff_t(j) * st.mask_col];
+  }
+
+  /// The gradient of the raw score `raw` at (bi, i, j) from the gradient
+  /// `d` of the final score f(raw), by replaying the stages forward (each
+  /// stage's input kept; a mask puts its value in) and then backward: a multiply or divide scales
+  /// it, tanh multiplies it by 1 - tanh², a mask that replaced the score
+  /// makes it 0 (masked_fill's backward). A factor stage adds d times its
+  /// input to its sum, the affine bias d times the distance to the slope's.
+  /// `value` holds the stages' values of bi, `b` the bias at (i, j).
+  T replay(T raw, T d, const T* value, T b, T distance, std::size_t bi, std::size_t i, std::size_t j,
+           learned_sums* acc) const {
+    const std::size_t bias_at = a.bias.present() ? a.bias.at : a.n_stages + 1;
+    const bool learn_slope = acc != nullptr && a.bias.slope != nullptr;
+    T in[max_score_stages];
+    T x = raw;
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      if (s == bias_at) x += b;
+      in[s] = x;
+      const score_stage<T>& st = a.stages[s];
+      switch (st.op) {
+        case score_op::multiply: x *= value[s]; break;
+        case score_op::divide: x /= value[s]; break;
+        case score_op::tanh: x = std::tanh(x); break;
+        case score_op::map: x = st.fn(st.ctx, x); break;
+        case score_op::causal:
+          if (causal_masks(st, i, j)) x = st.value;
+          break;
+        case score_op::mask:
+          if (masks(st, bi, i, j)) x = st.value;
+          break;
+      }
+    }
+    if (learn_slope && bias_at == a.n_stages) acc->slope += d * distance;
+    for (std::size_t s = a.n_stages; s-- > 0;) {
+      const score_stage<T>& st = a.stages[s];
+      switch (st.op) {
+        case score_op::multiply:
+          if (acc && st.factor) acc->factor[s] += d * in[s];
+          d *= value[s];
+          break;
+        case score_op::divide: d /= value[s]; break;
+        case score_op::map: d *= st.dfn(st.ctx, in[s]); break;
+        case score_op::tanh: {
+          const T t = std::tanh(in[s]);
+          d *= T(1) - t * t;
+          break;
+        }
+        case score_op::causal:
+          if (causal_masks(st, i, j)) d = T(0);
+          break;
+        case score_op::mask:
+          if (masks(st, bi, i, j)) d = T(0);
+          break;
+      }
+      if (learn_slope && s == bias_at) acc->slope += d * distance;
+    }
+    return d;
+  }
+
   /// Row r (query i) of the tile, keys [j0, j0 + n): s holds the raw
   /// scores and becomes P = exp(f(s) - lse), dp holds dO Vᵀ and ds becomes
   /// dS = df/ds * P * (dP - D), exactly 0 where a mask replaced the score;
   /// both are zero on [n, round_up(n, NR)) and copied into the NR-key
   /// panels pp and dsp (row r of each panel).
   void row_grad(buffers& buf, std::size_t bi, std::size_t r, std::size_t i, std::size_t j0, std::size_t n,
-                T lse, T lse_low) const {
+                T lse, T lse_low, learned_sums* acc) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     const std::size_t n_vec = round_up(n, W), n_nr = round_up(n, NR);
     T* s = buf.s + r * BC;
     T* dp = buf.dp + r * BC;
     T* ds = buf.ds + r * BC;
+    const bool replayed = nonlinear || acc != nullptr;
+    if (replayed) std::copy_n(s, n, buf.raw);
     fwd.prepare_row(s, buf.bias, bi, i, j0, n, n_vec);  // f(s); -inf on [n, n_vec)
     if (std::isfinite(lse) && lse_low != T(0)) {  // exp((s - lse) - lse_low): the low part survives
       const auto hi = ops::broadcast(lse);
@@ -306,9 +401,21 @@ struct attention_backward_kernel {
       for (std::size_t j = 0; j < n_vec; ++j) s[j] = std::exp(s[j] - lse);
     }
     for (std::size_t j = n; j < n_nr; ++j) s[j] = T(0);
-    const auto vd = ops::broadcast(buf.dsum[i]), vg = ops::broadcast(scale);
+    const auto vd = ops::broadcast(buf.dsum[i]), vg = ops::broadcast(replayed ? T(1) : scale);
     for (std::size_t j = 0; j < n_vec; j += W)
       ops::storeu(ds + j, vg * (ops::loadu(s + j) * (ops::loadu(dp + j) - vd)));
+    if (replayed) {
+      T value[max_score_stages];
+      for (std::size_t st = 0; st < a.n_stages; ++st) value[st] = a.stage_value(st, bi);
+      const bool affine = a.bias.slope != nullptr;
+      const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
+      for (std::size_t j = 0; j < n; ++j) {
+        // the bias as prepare_row added it (buf.bias holds a generic one's row)
+        const T b = affine ? simd_ops<T, scalar_arch>::fma(slope, T(j), sbase) : a.bias.add ? buf.bias[j] : T(0);
+        const T distance = affine ? a.bias_distance(i, j0 + j) : T(0);
+        ds[j] = replay(buf.raw[j], ds[j], value, b, distance, bi, i, j0 + j, acc);
+      }
+    }
     // masked_fill's backward: exactly 0 where a mask replaced the score;
     // a causal stage keeps the tile columns [from, to) (as prepare_row)
     std::size_t from = 0, to = n;
@@ -376,7 +483,16 @@ struct attention_backward_kernel {
       const T* d = buf.dot + c * t_ld;
       for (std::size_t i = 0; i < a.nq; ++i) buf.dsum[i] += d[i] * o[static_cast<std::ptrdiff_t>(i) * a.out_row];
     }
+    if (g.dsink) {  // the sink's weight times D, per row
+      const T sink = a.sink[a.batch_offset(a.sink_batch, bi)];
+      T sum = T(0);
+      for (std::size_t i = 0; i < a.nq; ++i)
+        sum += std::exp((sink - lse[i]) - (lse_low ? lse_low[i] : T(0))) * buf.dsum[i];
+      g.dsink[bi] = -sum;
+    }
     std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
+    const bool learns = learns_parts(g);
+    learned_sums acc;
     for (std::size_t j0 = 0; j0 < a.nk; j0 += BC) {
       const std::size_t n = std::min(BC, a.nk - j0);
       std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));  // dKᵀ and dVᵀ of the key tile, summed over query tiles
@@ -408,7 +524,8 @@ struct attention_backward_kernel {
                              buf.vp + (j0 + jp) * a.dv,
                              tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
           }
-        for (std::size_t r = r0; r < rows; ++r) row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0));
+        for (std::size_t r = r0; r < rows; ++r)
+          row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0), learns ? &acc : nullptr);
         started = true;
         for (std::size_t jp = 0; jp < ne_nr; jp += NR) {
           const std::size_t cols = std::min(NR, ne - jp);
@@ -438,6 +555,16 @@ struct attention_backward_kernel {
             a.v_col);
     }
     store(buf.dq, std::ptrdiff_t(dk_pad), 1, a.nq, a.dk, g.dq + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col);
+    for (std::size_t st = 0; st < a.n_stages; ++st)
+      if (g.dfactor[st]) g.dfactor[st][bi] = acc.factor[st];
+    if (g.dslope) g.dslope[bi] = acc.slope;
+  }
+
+  /// Whether g asks for the gradient of a learned part of f.
+  static bool learns_parts(const attention_grad_args<T>& g) {
+    bool any = g.dslope != nullptr;
+    for (T* p : g.dfactor) any = any || p != nullptr;
+    return any;
   }
 
   /// Whether two batch indices share an element of q, k or v (a broadcast
@@ -465,6 +592,10 @@ struct attention_backward_kernel {
         for (std::size_t c = 0; c < a.dv; ++c) dvb[std::ptrdiff_t(j) * a.v_row + std::ptrdiff_t(c) * a.v_col] = T(0);
       }
     }
+    for (T* p : g.dfactor)
+      if (p) std::fill(p, p + nb, T(0));
+    if (g.dslope) std::fill(g.dslope, g.dslope + nb, T(0));
+    if (g.dsink) std::fill(g.dsink, g.dsink + nb, T(0));
     if (empty) return;
     const std::size_t bytes = scratch_bytes();
     // five products of the forward's two sizes: serial below the threshold

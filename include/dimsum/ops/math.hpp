@@ -113,6 +113,12 @@ struct clamp {
 };
 }  // namespace ops
 
+namespace detail {
+/// tanh is a stage the attention kernel runs (soft-capping `c * tanh(s / c)`).
+template <>
+inline constexpr plan::pointwise pointwise_v<ops::tanh> = plan::pointwise::tanh;
+}  // namespace detail
+
 // An lvalue operand is DIMSUM_LIFETIMEBOUND (ops/elementwise.hpp).
 #define DIMSUM_UNARY_FUNCTION_(fn) DIMSUM_DETAIL_UNARY_ELEMENTWISE(fn, ops::fn)
 

@@ -15,6 +15,12 @@
 ///
 /// where `chain` is any sequence (possibly empty) of
 ///   - a scale:  `x * s`, `s * x`, `x / s` with a scalar s;
+///   - a factor: `x * t`, `t * x` with t any expression over some of the
+///     scores' batch dims (not the query or key dim; a per-head
+///     temperature), materialised (one value per batch index);
+///   - `tanh(x)` (soft-capping, `c * tanh(x / c)`, is three stages);
+///   - `map(with_derivative(f, df), x)`: a user's function with its
+///     derivative, called per score by the kernel;
 ///   - `causal_mask<Qd, K>(x, value)`, `window_mask<Qd, K>(x, w, value,
 ///     offset)` (one kernel stage: a causal mask is the unbounded window);
 ///   - `masked_fill(x, mask, value)`, `where(cond, x, value)`,
@@ -24,6 +30,8 @@
 ///     of the scores' dims, evaluated row by row inside the kernel, never
 ///     materialised; `slope * relative_positions<Q, K>` (ALiBi,
 ///     `affine_bias`) is computed by the kernel a vector at a time.
+/// The softmax may have sink logits (`softmax<K>(chain, sinks)`, sinks over
+/// batch dims): each row's denominator starts at exp(sink).
 /// The score einsum must contract exactly one dim (d) and keep the key dim
 /// K. Its other dims are batch dims in any order (at most
 /// `kernels::max_group_rank`), read with stride 0 by an operand that lacks
@@ -70,7 +78,11 @@ enum class kind {
   where_kept_left,   // where(cond, chain, scalar): the scalar where cond is false
   where_kept_right,  // where(cond, scalar, chain): the scalar where cond is true
   bias_right,        // chain + bias
-  bias_left          // bias + chain
+  bias_left,         // bias + chain
+  factor_right,      // chain * factor (a tensor over batch dims)
+  factor_left,       // factor * chain
+  tanh,              // tanh(chain)
+  map                // map(with_derivative(f, df), chain)
 };
 
 template <class X>
@@ -98,6 +110,7 @@ struct chain {
   using base = void;
   static constexpr std::string_view query{};
   static constexpr bool masks_ok(std::string_view, std::string_view) { return false; }
+  static constexpr bool factors_ok(std::string_view, std::string_view) { return false; }
 };
 
 template <class E, class Out, class A, class B>
@@ -108,6 +121,7 @@ struct chain<E, contraction_node<Out, A, B>> {
   using base = E;
   static constexpr std::string_view query{};
   static constexpr bool masks_ok(std::string_view, std::string_view) { return true; }
+  static constexpr bool factors_ok(std::string_view, std::string_view) { return true; }
 };
 
 /// A link K around the chain X (its stages, plus one; or plus one bias).
@@ -121,6 +135,17 @@ struct wrap {
   using base = typename inner::base;
   static constexpr std::string_view query = inner::query;
   static constexpr bool masks_ok(std::string_view q, std::string_view key) { return inner::masks_ok(q, key); }
+  static constexpr bool factors_ok(std::string_view q, std::string_view key) { return inner::factors_ok(q, key); }
+};
+
+/// A factor link K (F times the chain X): F must not have the pattern's
+/// query or key dim (one value per batch index).
+template <kind K, class X, class F>
+struct factor_wrap : wrap<K, X> {
+  static constexpr bool factors_ok(std::string_view q, std::string_view key) {
+    return wrap<K, X>::factors_ok(q, key) && index_of<dims_of_t<F>>(q) == dimsum::detail::npos &&
+           index_of<dims_of_t<F>>(key) == dimsum::detail::npos;
+  }
 };
 
 /// A causal or window mask link over dims Q, K around the chain X: the
@@ -147,6 +172,23 @@ struct chain<E, elementwise_node<pointwise::divide, X, S>> : wrap<kind::divide, 
 template <class E, class X, class M, class S>
   requires is_scalar<S>
 struct chain<E, elementwise_node<pointwise::masked_fill, X, M, S>> : wrap<kind::masked_fill, X> {};
+template <class E, class X>
+struct chain<E, elementwise_node<pointwise::tanh, X>> : wrap<kind::tanh, X> {};
+template <class E, class X>
+struct chain<E, elementwise_node<pointwise::differentiable_map, X>> : wrap<kind::map, X> {};
+
+// scores * factor, factor * scores: the chain continues in the operand
+// that carries every dim of the scores; the factor (not a scalar) has some
+// of them, of the same value type.
+template <class X, class F>
+inline constexpr bool is_factor_of = !is_scalar<F> && std::is_same_v<value_type_of_t<F>, value_type_of_t<X>>;
+template <class E, class X, class F>
+  requires(!is_scalar<F> && chain<bare<X>>::ok && same_dims<E, X> && is_factor_of<X, F>)
+struct chain<E, elementwise_node<pointwise::multiply, X, F>> : factor_wrap<kind::factor_right, X, F> {};
+template <class E, class F, class X>
+  requires(!is_scalar<F> && !is_scalar<X> && chain<bare<X>>::ok && same_dims<E, X> && is_factor_of<X, F> &&
+           !(chain<bare<F>>::ok && same_dims<E, F>))
+struct chain<E, elementwise_node<pointwise::multiply, F, X>> : factor_wrap<kind::factor_left, X, F> {};
 
 // where(cond, scores, value) keeps the scores where cond holds: a mask of
 // !cond; where(cond, value, scores) is a mask of cond. The condition's
@@ -219,6 +261,7 @@ struct chain<E, window_mask_node<Q, K, X>> : mask_wrap<kind::window, Q, K, X> {}
 /// where's operand 0 is the condition).
 template <kind K>
 inline constexpr std::size_t inner_operand = K == kind::scale_left || K == kind::bias_left ? 1
+                                             : K == kind::factor_left                      ? 1
                                              : K == kind::where_kept_left                  ? 1
                                              : K == kind::where_kept_right                 ? 2
                                                                                            : 0;
@@ -230,8 +273,19 @@ struct softmax_parts {
 template <class E, class D, class X>
 struct softmax_parts<E, softmax_node<D, X>> {
   static constexpr bool ok = true;
+  static constexpr bool has_sinks = false;
   using dim = D;
   using scores = bare<X>;
+};
+/// A softmax with sink logits S (ops/sink_softmax.hpp): the kernel starts
+/// each row's running maximum and sum at the sink.
+template <class E, class D, class X, class S>
+struct softmax_parts<E, sink_softmax_node<D, X, S>> {
+  static constexpr bool ok = true;
+  static constexpr bool has_sinks = true;
+  using dim = D;
+  using scores = bare<X>;
+  using sinks = bare<S>;
 };
 
 /// The contraction plan of a node whose traits are a contraction_node.
@@ -331,8 +385,9 @@ struct match<E, contraction_node<Out, A, B>> {
       using T = value_type_of_t<P>;
       if constexpr (!C::ok) {
         return not_fused(
-            "the softmax's operand is not an einsum of two operands followed only by scales by a scalar, causal or "
-            "window masks, masked_fill or where with a scalar, and one bias over the scores' dims");
+            "the softmax's operand is not an einsum of two operands followed only by scales by a scalar or by a "
+            "factor over the scores' dims, tanh, a map with its derivative, causal or window masks, masked_fill or where with a scalar, and one "
+            "bias over the scores' dims");
       } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
         return not_fused("the value type is not float or double");
       } else if constexpr (!std::is_same_v<value_type_of_t<typename C::base>, T> ||
@@ -347,6 +402,13 @@ struct match<E, contraction_node<Out, A, B>> {
         if (!f.ok) return f;
         if (!C::masks_ok(f.q, f.k))
           return not_fused("a causal or window mask names other dims than the pattern's query and key dims");
+        if (!C::factors_ok(f.q, f.k))
+          return not_fused("a factor on the scores has the query or key dim (it must be one value per batch index)");
+        if constexpr (softmax_parts<P>::has_sinks) {
+          using SK = dims_of_t<typename softmax_parts<P>::sinks>;
+          if (index_of<SK>(f.q) != dimsum::detail::npos)
+            return not_fused("the softmax's sinks have the query dim (they must be one logit per batch index)");
+        }
         // The outer einsum sums K alone and keeps every other pattern dim.
         using outer_plan = contraction_plan<Out, dims_of_t<A>, dims_of_t<B>>;
         using S = dims_of_t<P>;
@@ -386,7 +448,8 @@ inline constexpr bool uses_fused_attention_v = plan::fusion::match<std::remove_c
 
 /// True when E takes the fused path: the fused backward
 /// (grad::fused_attention) differentiates every stage of it (scales, causal
-/// and window masks, boolean masks, the bias; the bias is a constant).
+/// and window masks, boolean masks, tanh, maps with their derivative,
+/// factors, the bias and sinks; vars among those get their gradients).
 template <class E>
 inline constexpr bool fused_attention_is_differentiable_v = uses_fused_attention_v<E>;
 

@@ -36,6 +36,15 @@ struct softmax_node {
   using operand = X;
 };
 
+/// A softmax over the dim `D` of the operand `X` with the sink logits `S`
+/// in its denominator (ops/sink_softmax.hpp).
+template <class D, class X, class S>
+struct sink_softmax_node {
+  using dim = D;
+  using operand = X;
+  using sinks = S;
+};
+
 /// A causal mask over query dim `Q` and key dim `K` of the operand `X`: the
 /// node's `masked_value()` where the key index exceeds the query index.
 template <class Q, class K, class X>
@@ -66,11 +75,12 @@ struct relative_position_node {
 };
 
 /// The element-wise operations fusion patterns tell apart.
-enum class pointwise { other, multiply, divide, masked_fill, plus, where };
+enum class pointwise { other, multiply, divide, masked_fill, plus, where, tanh, differentiable_map };
 
 /// An element-wise operation `Op` over the operands `Args`: a scale is a
 /// `multiply` or `divide` with a `scalar_node` operand; `masked_fill` has
-/// the operands (x, mask, scalar), `where` (cond, a, b), `plus` (a, b).
+/// the operands (x, mask, scalar), `where` (cond, a, b), `plus` (a, b),
+/// `tanh` (x), `differentiable_map` (x: `map(with_derivative(f, df), x)`).
 template <pointwise Op, class... Args>
 struct elementwise_node {
   static constexpr pointwise op = Op;

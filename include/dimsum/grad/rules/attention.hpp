@@ -16,7 +16,8 @@
 /// rounding error, so that a row masked with a large finite fill keeps its
 /// weights). Every stage the pattern fuses is differentiated: scales,
 /// causal and window masks (with offsets), boolean masks, and one additive
-/// bias, which is a constant (no gradient flows into it).
+/// bias; the vars a learned part reads (a factor, ALiBi slopes, sinks) get
+/// their gradients, a bias written with tensors is a constant.
 ///
 ///     auto z = dimsum::grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
 ///       return dimsum::einsum<"b i h d_head, b j h d_head -> b h i j">(q, k) ... ;
@@ -26,6 +27,7 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -79,9 +81,49 @@ struct diagnostic_of<X> {
 template <class X>
 using diagnostic_of_t = typename diagnostic_of<std::remove_cvref_t<X>>::type;
 
-/// The fused attention of vars q, k, v (checked by `fused_attention`).
-template <class Q, class K, class V, class F>
-auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
+/// The gradient of the learned var x from the fused backward's sums per
+/// batch index (`kernels::attention_grad_args::dfactor`, `dslope`): each
+/// factor stage, affine slope or sink logits the kernel read from x's
+/// value adds its sums at the batch indices' offsets (a dim x lacks has
+/// stride 0 there, so its batch indices add into one element). dx has x's extents, laid
+/// out as x's value (both dense), so the kernel's strides address it.
+template <class X, class T>
+void send_learned_gradient(const X& x, const kernels::attention_args<T>& a, const kernels::attention_grad_args<T>& g) {
+  if (!x.requires_grad()) return;
+  const T* data = x.value().data();
+  auto dx = X::tensor_type::from_extents(x.value().extents());
+  std::fill_n(dx.data(), dx.size(), T(0));
+  bool read = false;
+  const std::size_t nb = a.batch_size();
+  for (std::size_t s = 0; s < a.n_stages; ++s)
+    if (g.dfactor[s] && a.stages[s].factor == data) {
+      read = true;
+      for (std::size_t bi = 0; bi < nb; ++bi) dx.data()[a.batch_offset(a.stages[s].factor_batch, bi)] += g.dfactor[s][bi];
+    }
+  if (g.dslope && a.bias.slope == data) {
+    read = true;
+    for (std::size_t bi = 0; bi < nb; ++bi) dx.data()[a.batch_offset(a.bias.slope_batch, bi)] += g.dslope[bi];
+  }
+  if (g.dsink && a.sink == data) {
+    read = true;
+    for (std::size_t bi = 0; bi < nb; ++bi) dx.data()[a.batch_offset(a.sink_batch, bi)] += g.dsink[bi];
+  }
+  if (read) x.node()->accumulate(std::move(dx));
+}
+
+/// Whether one of the vars in `params` that needs a gradient has the value
+/// at `data`.
+template <class Params, class T>
+bool learns(const Params& params, const T* data) {
+  return data != nullptr && std::apply([&](const auto&... x) { return ((x.requires_grad() && x.value().data() == data) || ...); }, params);
+}
+
+/// The fused attention of vars q, k, v (checked by `fused_attention`);
+/// `params` are the vars the chain's learned parts read (a factor, an
+/// affine bias's slopes, the softmax's sinks, as their values), which get
+/// their gradients too.
+template <class Q, class K, class V, class F, class Params = std::tuple<>>
+auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params = {}) {
   using E = decltype(f(q.value(), k.value(), v.value()));
   using T = value_type_of_t<E>;
   using Out = tensor_for_t<T, dims_of_t<E>>;
@@ -107,9 +149,12 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
                                      with_lse.lse_low = lse->data() + rows;
                                      kernels::attention(with_lse);
                                    });
+  const bool params_grad = std::apply([](const auto&... x) { return (x.requires_grad() || ... || false); }, params);
+  auto owners = std::apply([&](const auto&... x) { return common_tape({q.owner(), k.owner(), v.owner(), x.owner()...}); }, params);
   return record(
-      common_tape({q.owner(), k.owner(), v.owner()}), std::move(out),
-      q.requires_grad() || k.requires_grad() || v.requires_grad(), [q, k, v, f, lse](const auto& g, const auto& o) {
+      owners, std::move(out),
+      q.requires_grad() || k.requires_grad() || v.requires_grad() || params_grad,
+      [q, k, v, f, lse, params](const auto& g, const auto& o) {
         const E e2 = f(q.value(), k.value(), v.value());
         dimsum::detail::fused::with_args(
             e2, strided<T, R>{const_cast<T*>(o.data()), o.extents(), o.strides()},
@@ -117,9 +162,23 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f) {
               auto dq = Q::tensor_type::from_extents(q.value().extents());
               auto dk = K::tensor_type::from_extents(k.value().extents());
               auto dv = V::tensor_type::from_extents(v.value().extents());
-              kernels::attention_backward(
-                  kernels::attention_grad_args<T>{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data(),
-                                                  lse->data() + a.batch_size() * a.nq});
+              kernels::attention_grad_args<T> ga{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data(),
+                                                 lse->data() + a.batch_size() * a.nq};
+              // the learned parts' sums per batch index, for those a param needs
+              const std::size_t nb = a.batch_size();
+              std::vector<T> sums;
+              std::size_t n_sums = 0;
+              for (std::size_t s = 0; s < a.n_stages; ++s) n_sums += learns(params, a.stages[s].factor) ? nb : 0;
+              n_sums += learns(params, a.bias.slope) ? nb : 0;
+              n_sums += learns(params, a.sink) ? nb : 0;
+              sums.resize(n_sums);
+              T* next = sums.data();
+              for (std::size_t s = 0; s < a.n_stages; ++s)
+                if (learns(params, a.stages[s].factor)) ga.dfactor[s] = std::exchange(next, next + nb);
+              if (learns(params, a.bias.slope)) ga.dslope = std::exchange(next, next + nb);
+              if (learns(params, a.sink)) ga.dsink = std::exchange(next, next + nb);
+              kernels::attention_backward(ga);
+              std::apply([&](const auto&... x) { (send_learned_gradient(x, a, ga), ...); }, params);
               // moved into a node that has no gradient yet, else added
               if (q.requires_grad()) q.node()->accumulate(std::move(dq));
               if (k.requires_grad()) k.node()->accumulate(std::move(dk));

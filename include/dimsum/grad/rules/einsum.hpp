@@ -214,9 +214,19 @@ inline constexpr bool score_operands = [] {
   }
 }();
 
+/// The leaves of a lazy chain past the score operands: the vars its
+/// learned parts read (factors, affine bias slopes).
+template <class Leaves>
+auto learned_leaves(const Leaves& leaves) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(std::get<I + 2>(leaves)...);
+  }(std::make_index_sequence<std::tuple_size_v<Leaves> - 2>{});
+}
+
 /// The fused attention node of the pattern `full` (an outer einsum whose
 /// softmax operand is the lazy chain p, the other operand the var v): one
-/// tape node, the chain's score operands q and k as the kernel reads them.
+/// tape node, the chain's score operands q and k as the kernel reads them,
+/// the vars of its learned parts as the node's other inputs.
 template <class P, class V, class Full>
 auto record_fused_attention(const P& p, const V& v, Full&& full) {
   using F = std::remove_cvref_t<Full>;
@@ -226,8 +236,9 @@ auto record_fused_attention(const P& p, const V& v, Full&& full) {
   // The node calls f in both passes: it returns the pattern, which reads
   // the vars' values (their nodes are the node's) and the masks and
   // biases the chain owns (kept alive by the copy of p).
-  auto z = fused_attention_node(q, k, v, [e = F(std::forward<Full>(full)), p](const auto&, const auto&, const auto&)
-                                             -> const F& { return e; });
+  auto z = fused_attention_node(
+      q, k, v, [e = F(std::forward<Full>(full)), p](const auto&, const auto&, const auto&) -> const F& { return e; },
+      learned_leaves(p.leaves()));
   return fused_var<decltype(z), F>(std::move(z));
 }
 

@@ -127,6 +127,32 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
            std::get<1 - inner_operand<C::k>>(e.operands()).value);
       f();
     });
+  } else if constexpr (C::k == kind::tanh) {
+    inner([&] {
+      push(kernels::score_op::tanh, T(0));
+      f();
+    });
+  } else if constexpr (C::k == kind::map) {
+    // the user's function and derivative, called through the node's functor
+    using Fn = bare<decltype(e.op().f)>;
+    inner([&] {
+      kernels::score_stage<T>& st = push(kernels::score_op::map, T(0));
+      st.ctx = &e.op().f;
+      st.fn = [](const void* ctx, T s) { return static_cast<T>((*static_cast<const Fn*>(ctx))(s)); };
+      st.dfn = [](const void* ctx, T s) { return static_cast<T>(static_cast<const Fn*>(ctx)->derivative(s)); };
+      f();
+    });
+  } else if constexpr (C::k == kind::factor_right || C::k == kind::factor_left) {
+    // a factor per batch index: materialised, read at the batch index's offset
+    inner([&] {
+      const auto& factor = std::get<1 - inner_operand<C::k>>(e.operands());
+      decltype(auto) m = materialize(factor);
+      kernels::score_stage<T>& st = push(kernels::score_op::multiply, T(1));
+      st.factor = m.data();
+      const auto s = strides_along<dims_of_t<decltype(factor)>>(m, labels.all);
+      for (std::size_t i = 0; i < labels.batch_rank; ++i) st.factor_batch[i] = s[i];
+      f();
+    });
   } else if constexpr (C::k == kind::causal) {
     inner([&] {
       push(kernels::score_op::causal, e.masked_value());
@@ -284,7 +310,17 @@ void with_args(const E& e, const strided<T, R>& dst, F&& call) {
     return p;
   }();
   using Root = select_t<S, order>;
-  with_stages<bare<decltype(scores)>, T, Root>(scores, args, labels, [&] { call(args); });
+  auto finish = [&] { with_stages<bare<decltype(scores)>, T, Root>(scores, args, labels, [&] { call(args); }); };
+  if constexpr (plan::fusion::softmax_parts<bare<decltype(p)>>::has_sinks) {
+    // the sink logits, one per batch index, alive while the kernel runs
+    decltype(auto) sinks = materialize(p.sinks());
+    const auto s = strides_along<dims_of_t<decltype(p.sinks())>>(sinks, labels.all);
+    args.sink = sinks.data();
+    for (std::size_t i = 0; i < nb; ++i) args.sink_batch[i] = s[i];
+    finish();
+  } else {
+    finish();
+  }
 }
 
 /// Runs the fused kernel for the outer einsum e into dst (in e's dims).
