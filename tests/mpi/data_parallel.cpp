@@ -13,6 +13,9 @@
 #include "world.hpp"
 
 #include <cmath>
+#include <exception>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,6 +79,7 @@ float whole_batch_step(char_lm::model& model, dimsum::optim::adamw& opt, std::ui
 // The gradients of `model` on this rank's block of the batch of `step`;
 // returns the mean of the ranks' losses.
 float block_gradients(const dist::mesh<data>& m, char_lm::model& model, std::uint64_t step) {
+  // (on the mesh's ranks, which may be fewer than the world's)
   const auto [x, y] = fixed_batch(100 + step);
   const auto x_mine = dist::shard<dist::split<batch, data>>(m, x).local();
   const auto y_mine = dist::shard<dist::split<batch, data>>(m, y).local();
@@ -88,8 +92,8 @@ float block_gradients(const dist::mesh<data>& m, char_lm::model& model, std::uin
     t.backward(loss);
   }
   float loss_sum = 0;
-  MPI_Allreduce(&loss_mine, &loss_sum, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  return loss_sum / float(world_size());
+  MPI_Allreduce(&loss_mine, &loss_sum, 1, MPI_FLOAT, MPI_SUM, m.comm());
+  return loss_sum / float(m.size());
 }
 
 // The largest difference between two models' parameters, element by element.
@@ -108,6 +112,37 @@ double worst_difference(char_lm::model& a, char_lm::model& b) {
 }
 
 const dimsum::optim::adamw_options adamw_opts{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 1e-2};
+
+/// The first n ranks of the world as a communicator (MPI_COMM_NULL on the others).
+MPI_Comm first_ranks(int n) {
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < n ? 0 : MPI_UNDEFINED, world_rank(), &c);
+  return c;
+}
+
+/// The message of the exception f throws (empty if none).
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+/// Whether every rank of the world holds the same string.
+bool same_on_every_rank(const std::string& s) {
+  int len = static_cast<int>(s.size()), lo = 0, hi = 0;
+  MPI_Allreduce(&len, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&len, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (lo != hi) return false;
+  std::string first = s;
+  MPI_Bcast(first.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  int differs = first != s, any = 0;
+  MPI_Allreduce(&differs, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any == 0;
+}
 }  // namespace
 
 TEST_CASE("data-parallel AdamW steps equal single-process training on the whole batch", "[mpi][data_parallel]") {
@@ -198,6 +233,145 @@ TEST_CASE("a replicated model saved by save_module loads on the mesh and in one 
   // A model of another shape does not load, on any rank.
   auto deeper = char_lm::make_model(small_config(2));
   CHECK_THROWS_WITH(dist::load_module(m, dir, deeper), Catch::Contains("missing 'blocks.1."));
+  remove_dir(dir);
+}
+
+TEST_CASE("sharded_adamw's state saved at step 3 resumes to the uninterrupted run's losses, on any rank count",
+          "[mpi][zero][checkpoint]") {
+  const int n = world_size();
+  dist::mesh<data> m(MPI_COMM_WORLD, data{n});
+  // The reference: 6 steps of AdamW on the whole batch in one process.
+  auto single = small_model();
+  dimsum::optim::adamw opt_single(adamw_opts);
+  std::vector<float> want;
+  for (std::uint64_t step = 0; step < 6; ++step) want.push_back(whole_batch_step(single, opt_single, step));
+  // The uninterrupted run: 6 ZeRO steps; after 3 the model and optimizer are saved.
+  const std::string dir = shared_dir("zero");
+  const std::string model_dir = dir + "/model", optim_dir = dir + "/optim";
+  auto run = small_model();
+  dist::sharded_adamw<data> opt(adamw_opts);
+  std::vector<float> uninterrupted;
+  for (std::uint64_t step = 0; step < 6; ++step) {
+    if (step == 3) {
+      dist::save_module(m, model_dir, run);
+      dist::save_optimizer_state(m, optim_dir, run, opt);
+    }
+    if (step == 4) {
+      // A save that fails on the last rank (a directory stands where its
+      // file of generation 2 goes): every rank throws, generation 1 stays.
+      const std::string rank_file = dist::detail::rank_file_name(2, n - 1, n);
+      if (world_rank() == 0) std::filesystem::create_directories(std::filesystem::path(optim_dir) / rank_file / "x");
+      MPI_Barrier(MPI_COMM_WORLD);
+      const std::string failed = message_of([&] { dist::save_optimizer_state(m, optim_dir, run, opt); });
+      CHECK(failed.find("saving checkpoint '" + optim_dir + "' failed on rank " + std::to_string(n - 1) + " of " +
+                        std::to_string(n)) != std::string::npos);
+      CHECK(same_on_every_rank(failed));
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (world_rank() == 0) std::filesystem::remove_all(std::filesystem::path(optim_dir) / rank_file);
+    }
+    uninterrupted.push_back(block_gradients(m, run, step));
+    opt.step(m, run);
+  }
+  for (std::uint64_t step = 0; step < 6; ++step) CHECK(std::abs(uninterrupted[step] - want[step]) < 1e-5f);
+  // The checkpoint's index: per parameter its step and moments, with PyTorch's keys.
+  if (world_rank() == 0) {
+    const auto index = nlohmann::json::parse(std::ifstream(optim_dir + "/dimsum-checkpoint.json"));
+    const auto& w_in = index.at("tensors").at("blocks.0.mlp.W_in.exp_avg");
+    CHECK(w_in.at("shape") == nlohmann::json::array({16 * 32}));
+    CHECK(w_in.at("flattened").at("dims") == nlohmann::json::array({"d_model", "d_mlp"}));
+    CHECK(index.at("tensors").contains("blocks.0.mlp.W_in.step"));
+    CHECK(index.at("tensors").contains("adamw.lr"));
+  }
+  const std::size_t count = dimsum::nn::parameter_count(run);
+  std::vector<int> counts{n};  // the saving rank count first, then the others up to the world's
+  for (int k : {1, 2, 4})
+    if (k < n) counts.push_back(k);
+  for (int mm : counts) {
+    MPI_Comm c = first_ranks(mm);
+    if (c != MPI_COMM_NULL) {
+      INFO("saved on " << n << " ranks, resumed on " << mm);
+      dist::mesh<data> m2(c, data{mm});
+      auto resumed = small_model();
+      char_lm::init_model(resumed, 77);  // other values: the checkpoint must replace them
+      dist::sharded_adamw<data> opt2({.lr = 0.5});  // other options: the checkpoint restores them
+      dist::load_module(m2, model_dir, resumed);
+      // A failed load (a checkpoint of the model, not of an optimizer) leaves opt2 as it was ...
+      const std::string not_optim = message_of([&] { dist::load_optimizer_state(m2, model_dir, resumed, opt2); });
+      CHECK(not_optim.find("holds no AdamW state (no 'adamw.amsgrad')") != std::string::npos);
+      CHECK(opt2.state_elements() == 0);
+      dist::load_optimizer_state(m2, optim_dir, resumed, opt2);
+      const std::size_t block = (count + std::size_t(mm) - 1) / std::size_t(mm);
+      CHECK(opt2.state_elements() == 2 * block);
+      // ... and a second failed load (another module) leaves the loaded state.
+      auto deeper = char_lm::make_model(small_config(2));
+      CHECK_THROWS_WITH(dist::load_optimizer_state(m2, optim_dir, deeper, opt2),
+                        Catch::Contains("does not fit the module's optimizer state: missing 'blocks.1."));
+      CHECK(opt2.state_elements() == 2 * block);
+      for (std::uint64_t step = 3; step < 6; ++step) {
+        const float loss = block_gradients(m2, resumed, step);
+        opt2.step(m2, resumed);
+        CHECK(std::abs(loss - want[step]) < 1e-5f);
+        // on the rank count that saved it: the same operations, the same bits
+        if (mm == n) CHECK(loss == uninterrupted[step]);
+      }
+      const double worst = worst_difference(run, resumed);
+      CHECK(worst < 1e-5);
+      if (mm == n) CHECK(worst == 0.0);
+      MPI_Comm_free(&c);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  remove_dir(dir);
+}
+
+TEST_CASE("ranks that hold different modules get the same error from a checkpoint load, naming the parameter and ranks",
+          "[mpi][zero][checkpoint]") {
+  const int n = world_size();
+  dist::mesh<data> m(MPI_COMM_WORLD, data{n});
+  const std::string dir = shared_dir("mixed");
+  auto model = small_model();
+  dist::sharded_adamw<data> opt(adamw_opts);
+  (void)block_gradients(m, model, 0);
+  opt.step(m, model);
+  dist::save_module(m, dir + "/model", model);
+  dist::save_optimizer_state(m, dir + "/optim", model, opt);
+  if (n > 1) {
+    // The last rank builds its MLP 48 wide instead of 32.
+    auto c = small_config();
+    if (world_rank() == n - 1) c.d_mlp = 48;
+    auto mixed = char_lm::make_model(c);
+    const std::string ranks = n == 2 ? "rank 0" : n == 4 ? "ranks 0, 1, 2" : "";
+    const std::string e1 = message_of([&] { dist::load_optimizer_state(m, dir + "/optim", mixed, opt); });
+    CHECK(e1 == "dimsum: dist: loading optimizer state from checkpoint '" + dir +
+                    "/optim': the ranks hold different modules: parameter 'blocks.0.mlp.W_in' is (d_model, d_mlp) "
+                    "with extents (16, 32) on " + ranks + " but (d_model, d_mlp) with extents (16, 48) on rank " +
+                    std::to_string(n - 1) + "; every rank must hold the same module");
+    CHECK(same_on_every_rank(e1));
+    const std::string e2 = message_of([&] { dist::load_module(m, dir + "/model", mixed); });
+    CHECK(e2.find("loading a module from checkpoint '" + dir + "/model': the ranks hold different modules: parameter "
+                  "'blocks.0.mlp.W_in' is") != std::string::npos);
+    CHECK(same_on_every_rank(e2));
+    // The last rank has one layer more: parameter lists of other lengths.
+    auto deeper = char_lm::make_model(small_config(world_rank() == n - 1 ? 2 : 1));
+    const std::string e3 = message_of([&] { dist::save_optimizer_state(m, dir + "/optim", deeper, opt); });
+    CHECK(e3.find("saving checkpoint '" + dir + "/optim': the ranks hold different modules: parameter ") !=
+          std::string::npos);
+    CHECK(same_on_every_rank(e3));
+    // The failed loads left the state: it still saves with the model it was made for.
+    dist::save_optimizer_state(m, dir + "/optim", model, opt);
+  }
+  // The last rank's file goes missing: only that rank reads it, every rank throws.
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0)
+    for (const auto& f : std::filesystem::directory_iterator(dir + "/optim"))
+      if (f.path().filename().string().find("-rank" + std::string(5 - std::to_string(n - 1).size(), '0') +
+                                            std::to_string(n - 1) + "-") != std::string::npos)
+        std::filesystem::remove(f.path());
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string e4 = message_of([&] { dist::load_optimizer_state(m, dir + "/optim", model, opt); });
+  CHECK(e4.find("loading optimizer state from checkpoint '" + dir + "/optim' failed on rank " + std::to_string(n - 1) +
+                " of " + std::to_string(n) + ": ") != std::string::npos);
+  CHECK(same_on_every_rank(e4));
   remove_dir(dir);
 }
 

@@ -34,6 +34,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -255,6 +256,106 @@ void on_every_rank(MPI_Comm comm, const std::string& what, F&& f) {
   throw checkpoint_error(full);
 }
 
+/// One line per parameter of `module`, in visiting order: its dotted name,
+/// dims and extents, tab-separated.
+template <class M>
+std::vector<std::string> parameter_lines(const M& module) {
+  std::vector<std::string> lines;
+  nn::for_each_parameter(module, [&](const std::string& name, const auto& p) {
+    using P = std::remove_cvref_t<decltype(p)>;
+    lines.push_back(name + "\t" + nn::parameter_dim_names<P>(", ") + "\t" + nn::detail::extents_string(p.value.extents()));
+  });
+  return lines;
+}
+
+/// Checks, collectively over `comm`, that every rank holds a module with the
+/// same parameters (names, dims, extents, in the same order): one
+/// all-reduce of a 64-bit hash of them when they agree; when they do not,
+/// every rank gathers the others' lists and throws the same `shape_error`
+/// naming the first parameter that differs and the ranks on each side.
+/// Every wait is bounded by the deadline.
+template <class M>
+void check_same_parameters(MPI_Comm comm, const std::string& what, const M& module) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  if (size == 1) return;
+  const auto lines = parameter_lines(module);
+  const std::string text = join(lines, "\n");
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a
+  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  h = (h ^ lines.size()) * 1099511628211ull;
+  const auto start = clock::now();
+  arrive(comm, comm, what, code_checkpoint, {}, {}, start);
+  std::array<std::uint64_t, 2> mine{h, ~h}, most{};
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(mine.data(), most.data(), 2, MPI_UINT64_T, MPI_MAX, comm, &req),
+            "MPI_Iallreduce (parameter hash)");
+  finish(req, comm, what, start);
+  if (most[0] == ~most[1]) return;  // the largest hash is the smallest: all equal
+  // They differ: every rank gathers every rank's list and finds the same first difference.
+  const int len = static_cast<int>(text.size());
+  std::vector<int> lens(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
+  check_mpi(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm, &req), "MPI_Iallgather (parameter lists)");
+  finish(req, comm, what, start);
+  int total = 0;
+  for (std::size_t r = 0; r < lens.size(); ++r) offsets[r] = total, total += lens[r];
+  std::string all(static_cast<std::size_t>(total), '\0');
+  check_mpi(MPI_Iallgatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, comm, &req),
+            "MPI_Iallgatherv (parameter lists)");
+  finish(req, comm, what, start);
+  std::vector<std::vector<std::string>> lists(static_cast<std::size_t>(size));
+  for (std::size_t r = 0; r < lists.size(); ++r) {
+    const std::string t = all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lens[r]));
+    for (std::size_t at = 0; !t.empty();) {
+      const std::size_t end = std::min(t.find('\n', at), t.size());
+      lists[r].push_back(t.substr(at, end - at));
+      if (end == t.size()) break;
+      at = end + 1;
+    }
+  }
+  const auto line_at = [&](std::size_t r, std::size_t i) { return i < lists[r].size() ? lists[r][i] : std::string(); };
+  const auto field = [](const std::string& line, int k) {  // 0 name, 1 dims, 2 extents
+    std::size_t a = 0;
+    for (int j = 0; j < k; ++j) a = line.find('\t', a) + 1;
+    return line.substr(a, line.find('\t', a) - a);
+  };
+  const auto ranks_text = [](const std::vector<int>& rs) {
+    std::vector<std::string> s;
+    for (int r : rs) s.push_back(std::to_string(r));
+    return std::string(rs.size() > 1 ? "ranks " : "rank ") + join(s, ", ");
+  };
+  for (std::size_t i = 0;; ++i) {
+    std::vector<int> same, other;
+    std::string theirs;
+    for (int r = 0; r < size; ++r) {
+      const std::string l = line_at(static_cast<std::size_t>(r), i);
+      if (l == line_at(0, i)) {
+        same.push_back(r);
+      } else if (other.empty() || l == theirs) {
+        theirs = l;
+        other.push_back(r);
+      }
+    }
+    if (other.empty()) continue;
+    const std::string ours = line_at(0, i);
+    const auto shown = [&](const std::string& l) {
+      return "(" + field(l, 1) + ") with extents (" + field(l, 2) + ")";
+    };
+    std::string message = "dist: " + what + ": the ranks hold different modules: ";
+    if (!ours.empty() && !theirs.empty() && field(ours, 0) == field(theirs, 0))
+      message += "parameter '" + field(ours, 0) + "' is " + shown(ours) + " on " + ranks_text(same) + " but " +
+                 shown(theirs) + " on " + ranks_text(other);
+    else {
+      const auto named = [&](const std::string& l, const std::vector<int>& rs) {
+        return l.empty() ? "none on " + ranks_text(rs) + " (" + std::to_string(lists[static_cast<std::size_t>(rs[0])].size()) + " parameters)"
+                         : "'" + field(l, 0) + "' " + shown(l) + " on " + ranks_text(rs);
+      };
+      message += "parameter " + std::to_string(i) + " is " + named(ours, same) + " but " + named(theirs, other);
+    }
+    throw shape_error(message + "; every rank must hold the same module");
+  }
+}
+
 /// CRC-32 (IEEE 802.3, as zlib's crc32) of a byte range: the checksum each
 /// saved block carries in its rank file's metadata.
 inline std::uint32_t crc32(const std::byte* data, std::size_t n) {
@@ -369,11 +470,27 @@ class checkpoint_reader {
   Tn full(const std::string& name) {
     const auto shape = detail::checked_global_shape<Tn>(dir_, name, tensor_entry(name));
     std::array<std::size_t, Tn::rank> ext{};
-    std::copy(shape.begin(), shape.end(), ext.begin());
+    if constexpr (Tn::rank != 0) std::copy(shape.begin(), shape.end(), ext.begin());  // (a scalar has no extents)
     Tn out = Tn::from_extents(ext);
     fill(name, out.data(), detail::box{std::vector<std::size_t>(shape.size(), 0), shape});
     return out;
   }
+
+  /// Elements [offset, offset + count) of the one-dim tensor `name` of the
+  /// checkpoint into `dst`, read from whichever blocks hold them, checked
+  /// as `full` checks a `tensor<T, D>`. No MPI.
+  template <class T, class D>
+  void read_range(const std::string& name, std::size_t offset, std::size_t count, T* dst) {
+    const auto shape = detail::checked_global_shape<tensor<T, D>>(dir_, name, tensor_entry(name));
+    if (offset + count > shape[0])
+      throw checkpoint_error("checkpoint '" + dir_ + "': tensor '" + name + "' has " + std::to_string(shape[0]) +
+                             " elements, not the " + std::to_string(offset + count) + " asked for");
+    if (count != 0) fill(name, dst, detail::box{{offset}, {count}});
+  }
+
+  /// The index's entry of tensor `name` (its dtype, dims, shape, blocks and
+  /// any fields the saver added); `checkpoint_error` if there is none.
+  const nlohmann::json& entry_of(const std::string& name) { return tensor_entry(name); }
 
   /// Tensor `name` as S on this rank of mesh m: a `sharded<tensor<...>,
   /// split<D, A>...>` gets its block of every split dim, a plain tensor all
@@ -510,7 +627,20 @@ struct save_item {
   std::vector<std::size_t> global;
   std::vector<int> axes;
   safetensors_tensor local;
+  /// If set, the block each mesh rank writes (none: it writes nothing),
+  /// in place of the blocks `axes` cut (blocks of any extent, as ZeRO's
+  /// element ranges).
+  std::function<std::optional<box>(int rank)> block_of;
+  /// Fields added to the tensor's entry in the index.
+  nlohmann::json extra = nlohmann::json::object();
 };
+
+/// The block rank r (at `coords`) writes of item `it`, if any.
+inline std::optional<box> written_block(const save_item& it, const mesh_comms& c, int r, const std::vector<int>& coords) {
+  if (it.block_of) return it.block_of(r);
+  if (!writes_block(it.axes, coords)) return std::nullopt;
+  return block_at(it.global, it.axes, c, coords);
+}
 
 template <class X>
 save_item save_item_of(const named_entry<X>& e, const mesh_comms& c) {
@@ -585,10 +715,10 @@ void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
       safetensors_contents mine;
       for (auto& it : items) {
         if (!seen.insert(it.name).second) throw checkpoint_error("two entries are named '" + it.name + "'");
-        if (!writes_block(it.axes, c.coords)) continue;
+        const auto b = written_block(it, c, me, c.coords);
+        if (!b) continue;
         mine.metadata["dimsum.dims." + it.name] = join(it.dims, " ");
-        mine.metadata["dimsum.offset." + it.name] =
-            join_sizes(block_at(it.global, it.axes, c, c.coords).offset);
+        mine.metadata["dimsum.offset." + it.name] = join_sizes(b->offset);
         mine.metadata["dimsum.crc32." + it.name] = hex32(crc32(it.local.data.data(), it.local.data.size()));
         mine.tensors.emplace(it.name, std::move(it.local));
       }
@@ -611,16 +741,17 @@ void save_items(const Mesh& m, const std::string& dir, F&& make_items) {
       for (const auto& it : items) {
         nlohmann::json blocks = nlohmann::json::array();
         for (int r = 0; r < ranks; ++r) {
-          const auto coords = coords_of(c, r);
-          if (!writes_block(it.axes, coords)) continue;
+          const auto b = written_block(it, c, r, coords_of(c, r));
+          if (!b) continue;
           if (!file_of_rank.count(r)) {
             file_of_rank[r] = files.size();
             files.push_back(rank_file_name(generation, r, ranks));
           }
-          const auto b = block_at(it.global, it.axes, c, coords);
-          blocks.push_back({{"file", file_of_rank[r]}, {"offset", b.offset}, {"shape", b.shape}});
+          blocks.push_back({{"file", file_of_rank[r]}, {"offset", b->offset}, {"shape", b->shape}});
         }
-        tensors[it.name] = {{"dtype", it.dtype}, {"dims", it.dims}, {"shape", it.global}, {"blocks", blocks}};
+        nlohmann::json entry = it.extra;
+        entry.update({{"dtype", it.dtype}, {"dims", it.dims}, {"shape", it.global}, {"blocks", blocks}});
+        tensors[it.name] = std::move(entry);
       }
       index["files"] = files;
       index["tensors"] = tensors;
@@ -677,6 +808,7 @@ void save_checkpoint(const mesh<Axes...>& m, const std::string& dir, const named
 /// with the same atomicity as save_checkpoint.
 template <axis... Axes, class M>
 void save_module(const mesh<Axes...>& m, const std::string& dir, const M& module) {
+  detail::check_same_parameters(m.comm(), "saving checkpoint '" + dir + "'", module);
   detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
     nn::for_each_parameter(module, [&](const std::string& name, const auto& p) {
       items.push_back(detail::save_item_of(entry(name, p.value), *m.comms()));
@@ -725,7 +857,9 @@ void load_module(const std::string& dir, M& module) {
 }
 template <axis... Axes, class M>
 void load_module(const mesh<Axes...>& m, const std::string& dir, M& module) {
-  detail::on_every_rank(m.comm(), "loading a module from checkpoint '" + dir + "'", [&] { load_module(dir, module); });
+  const std::string what = "loading a module from checkpoint '" + dir + "'";
+  detail::check_same_parameters(m.comm(), what, std::as_const(module));
+  detail::on_every_rank(m.comm(), what, [&] { load_module(dir, module); });
 }
 
 }  // namespace dimsum::dist

@@ -13,6 +13,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -20,6 +24,7 @@
 
 #include <boost/hana.hpp>
 
+#include <dimsum/distributed/checkpoint.hpp>
 #include <dimsum/distributed/mesh.hpp>
 #include <dimsum/distributed/sharded.hpp>
 #include <dimsum/grad/parameter.hpp>
@@ -47,7 +52,24 @@ struct zero_part {
   optim::adamw opt;
   explicit zero_part(const optim::adamw_options& o) : opt(o) {}
 };
+
+/// The element range [lo, hi) of the flattened parameters of one value
+/// type (n elements) that the rank at `coords` keeps when axis `a` has p
+/// ranks: blocks of ceil(n / p) (the last one shorter or empty).
+inline std::pair<std::size_t, std::size_t> zero_range(std::size_t n, std::size_t a, const std::vector<int>& sizes,
+                                                      const std::vector<int>& coords) {
+  const auto p = static_cast<std::size_t>(sizes[a]);
+  const std::size_t chunk = (n + p - 1) / p, lo = std::min(n, chunk * static_cast<std::size_t>(coords[a]));
+  return {lo, std::min(n, lo + chunk)};
+}
 }  // namespace detail
+
+template <axis A>
+class sharded_adamw;
+template <axis A, axis... Axes, class M>
+void save_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, const sharded_adamw<A>& opt);
+template <axis A, axis... Axes, class M>
+void load_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, sharded_adamw<A>& opt);
 
 /// AdamW with its state split over mesh axis A (ZeRO-1). `step(m, module)`
 /// is collective over A and does what `average_gradients<A>(m, module)`
@@ -102,6 +124,210 @@ class sharded_adamw {
   }
 
  private:
+  template <axis B, axis... Axes, class M>
+  friend void save_optimizer_state(const mesh<Axes...>&, const std::string&, const M&, const sharded_adamw<B>&);
+  template <axis B, axis... Axes, class M>
+  friend void load_optimizer_state(const mesh<Axes...>&, const std::string&, const M&, sharded_adamw<B>&);
+
+  /// The checkpoint's names of AdamW's options ("adamw.lr", ...).
+  static std::string option_key(const char* name) { return std::string("adamw.") + name; }
+  /// The state entries saved per parameter, with PyTorch's keys.
+  static std::vector<std::string> moment_keys(const optim::adamw_options& o) {
+    std::vector<std::string> k{"exp_avg", "exp_avg_sq"};
+    if (o.amsgrad) k.push_back("max_exp_avg_sq");
+    return k;
+  }
+
+  /// Calls f(name, p, T-tag, offset, n) for every parameter of `module`:
+  /// its offset in the flattened parameters of its value type and that
+  /// type's element count n.
+  template <class M, class F>
+  static void for_each_flat(const M& module, F&& f) {
+    std::size_t nf = 0, nd = 0;
+    nn::for_each_parameter(module, [&](const std::string&, const auto& p) {
+      using T = typename std::remove_cvref_t<decltype(p.value)>::value_type;
+      (std::is_same_v<T, float> ? nf : nd) += p.value.size();
+    });
+    std::size_t of = 0, od = 0;
+    nn::for_each_parameter(module, [&](const std::string& name, const auto& p) {
+      using T = typename std::remove_cvref_t<decltype(p.value)>::value_type;
+      std::size_t& o = std::is_same_v<T, float> ? of : od;
+      f(name, p, o, std::is_same_v<T, float> ? nf : nd);
+      o += p.value.size();
+    });
+  }
+
+  template <axis... Axes, class M>
+  void save_to(const mesh<Axes...>& m, const std::string& dir, const M& module) const {
+    detail::check_same_parameters(m.comm(), "saving checkpoint '" + dir + "'", module);
+    const auto& c = *m.comms();
+    const std::size_t a = c.axis_index(A::name.view());
+    detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
+      const optim::adamw_options& o = f_.opt.options;
+      const auto scalar = [&](std::string name, auto v) {
+        using V = decltype(v);
+        detail::save_item it;
+        it.name = std::move(name);
+        it.dtype = it.local.dtype = std::string(safetensors_dtype_v<V>);
+        it.local.data.resize(sizeof(V));
+        io::detail::copy_le_bytes(reinterpret_cast<const std::byte*>(&v), reinterpret_cast<V*>(it.local.data.data()), 1);
+        items.push_back(std::move(it));
+      };
+      optim::adamw::for_each_option(o, [&](const char* name, auto v) { scalar(option_key(name), double(v)); });
+      for_each_flat(module, [&](const std::string& name, const auto& p, std::size_t off, std::size_t n) {
+        using P = std::remove_cvref_t<decltype(p)>;
+        using T = typename P::value_type;
+        const auto& part = this->part_of_const<T>();
+        const auto& block = part.mine.block;
+        const auto p_count = static_cast<std::size_t>(c.sizes[a]);
+        if (block.value.size() != 0 && block.value.size() != (n + p_count - 1) / p_count)
+          throw shape_error("optimizer state: the module has " + std::to_string(n) +
+                            " parameter elements of its type, not the count of sharded_adamw's steps");
+        const auto* state = part.opt.states().has(0) ? &part.opt.template state<flat_param<T>>("block") : nullptr;
+        scalar(name + ".step", std::int64_t(state ? state->step : 0));
+        const std::size_t lo = detail::zero_range(n, a, c.sizes, c.coords).first;
+        // written by the ranks at coordinate 0 of every other axis (the others hold copies)
+        const auto block_of = [&c, a, n, off, size = p.value.size()](int r) -> std::optional<detail::box> {
+          const auto coords = detail::coords_of(c, r);
+          for (std::size_t k = 0; k < coords.size(); ++k)
+            if (k != a && coords[k] != 0) return std::nullopt;
+          const auto [l, h] = detail::zero_range(n, a, c.sizes, coords);
+          const std::size_t x = std::max(l, off), y = std::min(h, off + size);
+          if (x >= y) return std::nullopt;
+          return detail::box{{x - off}, {y - x}};
+        };
+        const auto ext = p.value.extents();
+        for (const std::string& key : moment_keys(o)) {
+          detail::save_item it;
+          it.name = name + "." + key;
+          it.dtype = it.local.dtype = std::string(safetensors_dtype_v<T>);
+          it.dims = {std::string(detail::zero_block::name.view())};
+          it.global = {p.value.size()};
+          it.axes = {-1};
+          it.block_of = block_of;
+          it.extra["flattened"] = {{"dims", detail::dim_names<typename P::dims>()},
+                                   {"shape", std::vector<std::size_t>(ext.begin(), ext.end())}};
+          if (const auto b = block_of(m.rank())) {
+            it.local.shape = b->shape;
+            it.local.data.resize(b->shape[0] * sizeof(T));  // zeros: no state yet stands for zeros
+            const auto* buf = !state ? nullptr
+                              : key == "exp_avg" ? &state->exp_avg
+                              : key == "exp_avg_sq" ? &state->exp_avg_sq
+                                                    : &state->max_exp_avg_sq;
+            if (buf && buf->size() != 0)
+              io::detail::copy_le_bytes(reinterpret_cast<const std::byte*>(buf->data() + (off + b->offset[0] - lo)),
+                                        reinterpret_cast<T*>(it.local.data.data()), b->shape[0]);
+          }
+          items.push_back(std::move(it));
+        }
+      });
+    });
+  }
+
+  template <axis... Axes, class M>
+  void load_from(const mesh<Axes...>& m, const std::string& dir, const M& module) {
+    const std::string what = "loading optimizer state from checkpoint '" + dir + "'";
+    detail::check_same_parameters(m.comm(), what, module);
+    const auto& c = *m.comms();
+    const std::size_t a = c.axis_index(A::name.view());
+    optim::adamw_options o = f_.opt.options;
+    std::optional<detail::zero_part<float>> f;
+    std::optional<detail::zero_part<double>> d;
+    detail::on_every_rank(m.comm(), what, [&] {
+      checkpoint_reader r(dir);
+      // The names first: the options, and per parameter its step and moments.
+      const std::string where = "checkpoint '" + dir + "'";
+      std::set<std::string> have, want;
+      for (const auto& n : r.names()) have.insert(n);
+      optim::adamw::for_each_option(o, [&](const char* name, auto&) { want.insert(option_key(name)); });
+      for (const auto& n : want)
+        if (!have.count(n)) throw checkpoint_error(where + " holds no AdamW state (no '" + n + "')");
+      optim::adamw::for_each_option(o, [&](const char* name, auto& v) {
+        const double x = r.template full<tensor<double>>(option_key(name)).data()[0];
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, bool>)
+          v = x != 0.0;
+        else
+          v = x;
+      });
+      optim::adamw::check_options(o);
+      nn::for_each_parameter(module, [&](const std::string& name, const auto&) {
+        want.insert(name + ".step");
+        for (const auto& k : moment_keys(o)) want.insert(name + "." + k);
+      });
+      std::string missing, unexpected;
+      for (const auto& n : want)
+        if (!have.count(n)) missing += (missing.empty() ? "'" : ", '") + n + "'";
+      for (const auto& n : have)
+        if (!want.count(n)) unexpected += (unexpected.empty() ? "'" : ", '") + n + "'";
+      if (!missing.empty() || !unexpected.empty())
+        throw checkpoint_error(where + " does not fit the module's optimizer state:" +
+                               (missing.empty() ? "" : " missing " + missing) +
+                               (unexpected.empty() ? "" : " unexpected " + unexpected));
+      f.emplace(o);
+      d.emplace(o);
+      std::map<std::string, std::int64_t> steps;  // per value type, the first parameter's
+      for_each_flat(module, [&](const std::string& name, const auto& p, std::size_t off, std::size_t n) {
+        using P = std::remove_cvref_t<decltype(p)>;
+        using T = typename P::value_type;
+        auto& part = [&]() -> detail::zero_part<T>& {
+          if constexpr (std::is_same_v<T, float>) return *f;
+          else return *d;
+        }();
+        const std::string type(safetensors_dtype_v<T>);
+        const std::int64_t step = r.template full<tensor<std::int64_t>>(name + ".step").data()[0];
+        if (step < 0 || step == std::numeric_limits<std::int64_t>::max())
+          throw checkpoint_error(where + ": parameter '" + name + "' has step count " + std::to_string(step));
+        if (!steps.count(type)) steps[type] = step;
+        if (steps[type] != step)
+          throw checkpoint_error(where + ": parameter '" + name + "' has step count " + std::to_string(step) + " but an " +
+                                 "earlier " + type + " parameter " + std::to_string(steps[type]) +
+                                 "; sharded_adamw keeps one step count per value type");
+        const auto ext = p.value.extents();
+        const std::vector<std::string> dims = detail::dim_names<typename P::dims>();
+        const std::vector<std::size_t> shape(ext.begin(), ext.end());
+        auto& block = part.mine.block;
+        const auto [lo, hi] = detail::zero_range(n, a, c.sizes, c.coords);
+        const auto p_count = static_cast<std::size_t>(c.sizes[a]);
+        const std::size_t chunk = (n + p_count - 1) / p_count;
+        if (block.value.size() != chunk) block = flat_param<T>(detail::zero_block{chunk});
+        auto* state = step > 0 ? &part.opt.states().get(0, "block", block) : nullptr;
+        if (state) state->step = step;
+        for (const std::string& key : moment_keys(o)) {
+          const std::string k = name + "." + key;
+          const auto& e = r.entry_of(k);
+          if (!e.contains("flattened") || !e["flattened"].is_object() || e["flattened"].value("dims", nlohmann::json()) != dims ||
+              e["flattened"].value("shape", nlohmann::json()) != shape)
+            throw shape_error(where + ": the optimizer state of parameter '" + name + "' is " +
+                              (e.contains("flattened") ? "for (" + detail::join(e["flattened"].value("dims", std::vector<std::string>{}), ", ") +
+                                                             ") with extents (" + detail::join_sizes(e["flattened"].value("shape", std::vector<std::size_t>{})) + ")"
+                                                       : "not a flattened parameter's") +
+                              " in the checkpoint but the parameter is (" + detail::join(dims, ", ") + ") with extents (" +
+                              detail::join_sizes(shape) + ")");
+          const std::size_t x = std::max(lo, off), y = std::min(hi, off + p.value.size());
+          if (!state || x >= y) {  // nothing kept here; still check the tensor
+            (void)detail::checked_global_shape<tensor<T, detail::zero_block>>(dir, k, e);
+            continue;
+          }
+          auto& buf = key == "exp_avg" ? state->exp_avg : key == "exp_avg_sq" ? state->exp_avg_sq : state->max_exp_avg_sq;
+          if (buf.size() != chunk) buf = tensor<T, detail::zero_block>(detail::zero_block{chunk});
+          r.template read_range<T, detail::zero_block>(k, x - off, y - x, buf.data() + (x - lo));
+        }
+      });
+    });
+    f_ = std::move(*f);
+    d_ = std::move(*d);
+  }
+
+  template <class T>
+  using flat_param = dimsum::parameter<T, detail::zero_block>;
+  template <class T>
+  const detail::zero_part<T>& part_of_const() const {
+    if constexpr (std::is_same_v<T, float>)
+      return f_;
+    else
+      return d_;
+  }
+
   template <class P>
   auto& part_of(const P&) {
     using T = typename P::value_type;
@@ -149,5 +375,46 @@ class sharded_adamw {
   detail::zero_part<float> f_;
   detail::zero_part<double> d_;
 };
+
+/// Saves the optimizer state of `opt` for `module` (the module every rank
+/// of m holds, as in data parallelism) as a sharded checkpoint in `dir`,
+/// collectively over mesh m: AdamW's options ("adamw.lr", ...), and per
+/// parameter, with PyTorch's state keys, its step count ("<name>.step")
+/// and its moments ("<name>.exp_avg", "<name>.exp_avg_sq", and with
+/// amsgrad "<name>.max_exp_avg_sq"), each moment the parameter's elements
+/// in C order (dim `zero_block`; the index records the parameter's dims
+/// and extents as "flattened"), written by the ranks of axis A that keep
+/// them. The module must be the same on every rank (a `shape_error` on
+/// every rank naming the first parameter that differs and the ranks);
+/// the save is atomic as `save_checkpoint`'s: a failed one throws on every
+/// rank and leaves the previous checkpoint in `dir` as it was.
+///
+///     dist::save_module(m, "ckpt/model", model);
+///     dist::save_optimizer_state(m, "ckpt/optim", model, opt);
+template <axis A, axis... Axes, class M>
+void save_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, const sharded_adamw<A>& opt) {
+  opt.save_to(m, dir, module);
+}
+
+/// Loads the state `save_optimizer_state` saved into `opt`, collectively
+/// over mesh m, on any number of ranks: each rank reads the elements its
+/// block of axis A keeps now, whichever ranks wrote them (a checkpoint
+/// saved on 4 ranks loads on 2 or 1, and the other way), as PyTorch's
+/// distributed checkpoint reshards. Restores the options (as
+/// `load_state_dict` restores `param_groups`) and every moment and step
+/// count. Checks first, on every rank, that the module is the same on
+/// every rank (`shape_error` naming the parameter and the ranks), that the
+/// checkpoint's names are exactly the module's state entries
+/// (`checkpoint_error` naming the missing and unexpected ones), and each
+/// parameter's dims and extents (`shape_error` naming the parameter);
+/// damaged or missing rank files are a `checkpoint_error`. Any error is
+/// thrown on every rank, and leaves `opt` as it was.
+///
+///     dist::load_module(m, "ckpt/model", model);
+///     dist::load_optimizer_state(m, "ckpt/optim", model, opt);
+template <axis A, axis... Axes, class M>
+void load_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, sharded_adamw<A>& opt) {
+  opt.load_from(m, dir, module);
+}
 
 }  // namespace dimsum::dist
