@@ -9,13 +9,20 @@
 //   failing_ranks same_count   ranks shard a replicated tensor of equal element
 //                              count but other extents (batch 2 x posn 6, 3 x 4)
 //   failing_ranks static_split a dim with a static extent split over the ranks
+//   failing_ranks ckpt_modules the last rank loads a ZeRO optimizer checkpoint
+//                              into a module whose parameter has another extent
+//   failing_ranks ckpt_missing the last rank's file of the checkpoint is gone
+//   failing_ranks ckpt_stuck   rank 1 sleeps instead of loading the checkpoint
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 
 #include <dimsum/dimsum.hpp>
 #include <dimsum/distributed/dist.hpp>
@@ -29,6 +36,48 @@ DIMSUM_DIM(d_model);
 DIMSUM_DIM(batch);
 DIMSUM_DIM(posn);
 DIMSUM_DIM(heads4, 4);
+
+struct tiny {
+  BOOST_HANA_DEFINE_STRUCT(tiny, (dimsum::parameter<float, d_model>, w));
+};
+
+/// Saves a ZeRO optimizer state of a one-parameter module, then loads it
+/// as `mode` says; rank 0 removes the checkpoint before the error leaves.
+void checkpoint_mode(const dist::mesh<model>& m, const std::string& mode, int me, int n) {
+  std::string dir;
+  if (me == 0)
+    dir = (std::filesystem::temp_directory_path() / ("dimsum-failing-" + mode + "-" + std::to_string(::getpid()))).string();
+  int len = static_cast<int>(dir.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  dir.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  tiny t;
+  t.w = dimsum::parameter<float, d_model>(d_model{6});
+  t.w.grad.fill(1.0f);
+  dist::sharded_adamw<model> opt;
+  opt.step(m, t);
+  dist::save_optimizer_state(m, dir, t, opt);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (mode == "ckpt_missing" && me == 0)
+    for (const auto& f : std::filesystem::directory_iterator(dir))
+      if (f.path().filename().string().find("-rank0000" + std::to_string(n - 1) + "-") != std::string::npos)
+        std::filesystem::remove(f.path());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (mode == "ckpt_modules" && me == n - 1) t.w = dimsum::parameter<float, d_model>(d_model{4});
+  if (mode == "ckpt_stuck" && me == 1) {
+    for (int i = 0; i < 600; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return;
+  }
+  try {
+    dist::load_optimizer_state(m, dir, t, opt);
+  } catch (...) {
+    if (me == 0) std::filesystem::remove_all(dir);
+    // every rank throws the same error (but the stuck rank, asleep): the
+    // others wait until rank 0 has removed the files before they abort the job
+    if (mode != "ckpt_stuck") MPI_Barrier(MPI_COMM_WORLD);
+    throw;
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,6 +93,10 @@ int main(int argc, char** argv) {
       const std::size_t b = me == 0 ? 2 : 3, p = me == 0 ? 6 : 4;
       dimsum::tensor<float, batch, posn, nheads> x(batch{b}, posn{p}, nheads{std::size_t(n)});
       (void)dist::shard<dist::split<nheads, model>>(m, x);
+      return 0;
+    }
+    if (mode.starts_with("ckpt_")) {
+      checkpoint_mode(m, mode, me, n);
       return 0;
     }
     if (mode == "static_split") {
