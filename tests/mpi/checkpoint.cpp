@@ -69,13 +69,6 @@ Bias full_bias() {
 using W_split = dist::sharded<W, dist::split<nheads, model>>;
 using E_split = dist::sharded<E, dist::split<batch, data>, dist::split<posn, model>>;
 
-/// The first n ranks of the world as a communicator (MPI_COMM_NULL on the others).
-MPI_Comm first_ranks(int n) {
-  MPI_Comm c = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < n ? 0 : MPI_UNDEFINED, world_rank(), &c);
-  return c;
-}
-
 /// Mesh layouts (data x model) of n ranks: how a save lays them out, and a
 /// different one for loading.
 std::pair<int, int> save_layout(int n) { return n == 4 ? std::pair{2, 2} : std::pair{1, n}; }

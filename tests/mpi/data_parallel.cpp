@@ -113,13 +113,6 @@ double worst_difference(char_lm::model& a, char_lm::model& b) {
 
 const dimsum::optim::adamw_options adamw_opts{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 1e-2};
 
-/// The first n ranks of the world as a communicator (MPI_COMM_NULL on the others).
-MPI_Comm first_ranks(int n) {
-  MPI_Comm c = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < n ? 0 : MPI_UNDEFINED, world_rank(), &c);
-  return c;
-}
-
 /// The message of the exception f throws (empty if none).
 template <class F>
 std::string message_of(F&& f) {

@@ -34,6 +34,12 @@ inline std::string shared_dir(const std::string& tag) {
   MPI_Bcast(dir.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
   return dir;
 }
+/// The first n ranks of the world as a communicator (MPI_COMM_NULL on the others).
+inline MPI_Comm first_ranks(int n) {
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < n ? 0 : MPI_UNDEFINED, world_rank(), &c);
+  return c;
+}
 inline void remove_dir(const std::string& dir) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) std::filesystem::remove_all(dir);

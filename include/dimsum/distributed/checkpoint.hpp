@@ -356,6 +356,19 @@ void check_same_parameters(MPI_Comm comm, const std::string& what, const M& modu
   }
 }
 
+/// Throws `checkpoint_error` "<what> missing 'a', 'b' unexpected 'c'"
+/// unless the checkpoint's names `have` are exactly `want`.
+inline void check_names(const std::string& what, const std::set<std::string>& want, const std::set<std::string>& have) {
+  std::string missing, unexpected;
+  for (const auto& n : want)
+    if (!have.count(n)) missing += (missing.empty() ? "'" : ", '") + n + "'";
+  for (const auto& n : have)
+    if (!want.count(n)) unexpected += (unexpected.empty() ? "'" : ", '") + n + "'";
+  if (!missing.empty() || !unexpected.empty())
+    throw checkpoint_error(what + (missing.empty() ? "" : " missing " + missing) +
+                           (unexpected.empty() ? "" : " unexpected " + unexpected));
+}
+
 /// CRC-32 (IEEE 802.3, as zlib's crc32) of a byte range: the checksum each
 /// saved block carries in its rank file's metadata.
 inline std::uint32_t crc32(const std::byte* data, std::size_t n) {
@@ -828,14 +841,7 @@ void load_module(checkpoint_reader& r, M& module) {
   std::set<std::string> want, have;
   nn::for_each_parameter(std::as_const(module), [&](const std::string& name, const auto&) { want.insert(name); });
   for (const auto& n : r.names()) have.insert(n);
-  std::string missing, unexpected;
-  for (const auto& n : want)
-    if (!have.count(n)) missing += (missing.empty() ? "'" : ", '") + n + "'";
-  for (const auto& n : have)
-    if (!want.count(n)) unexpected += (unexpected.empty() ? "'" : ", '") + n + "'";
-  if (!missing.empty() || !unexpected.empty())
-    throw checkpoint_error("checkpoint does not fit the module:" + (missing.empty() ? "" : " missing " + missing) +
-                           (unexpected.empty() ? "" : " unexpected " + unexpected));
+  detail::check_names("checkpoint does not fit the module:", want, have);
   std::vector<std::function<void()>> commits;
   nn::for_each_parameter(module, [&](const std::string& name, auto& p) {
     using Tn = std::remove_cvref_t<decltype(p.value)>;

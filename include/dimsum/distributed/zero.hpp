@@ -64,12 +64,10 @@ inline std::pair<std::size_t, std::size_t> zero_range(std::size_t n, std::size_t
 }
 }  // namespace detail
 
-template <axis A>
-class sharded_adamw;
-template <axis A, axis... Axes, class M>
-void save_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, const sharded_adamw<A>& opt);
-template <axis A, axis... Axes, class M>
-void load_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, sharded_adamw<A>& opt);
+namespace detail {
+/// What save_optimizer_state and load_optimizer_state reach of sharded_adamw.
+struct zero_checkpoint;
+}  // namespace detail
 
 /// AdamW with its state split over mesh axis A (ZeRO-1). `step(m, module)`
 /// is collective over A and does what `average_gradients<A>(m, module)`
@@ -124,10 +122,7 @@ class sharded_adamw {
   }
 
  private:
-  template <axis B, axis... Axes, class M>
-  friend void save_optimizer_state(const mesh<Axes...>&, const std::string&, const M&, const sharded_adamw<B>&);
-  template <axis B, axis... Axes, class M>
-  friend void load_optimizer_state(const mesh<Axes...>&, const std::string&, const M&, sharded_adamw<B>&);
+  friend struct detail::zero_checkpoint;
 
   /// The checkpoint's names of AdamW's options ("adamw.lr", ...).
   static std::string option_key(const char* name) { return std::string("adamw.") + name; }
@@ -254,15 +249,7 @@ class sharded_adamw {
         want.insert(name + ".step");
         for (const auto& k : moment_keys(o)) want.insert(name + "." + k);
       });
-      std::string missing, unexpected;
-      for (const auto& n : want)
-        if (!have.count(n)) missing += (missing.empty() ? "'" : ", '") + n + "'";
-      for (const auto& n : have)
-        if (!want.count(n)) unexpected += (unexpected.empty() ? "'" : ", '") + n + "'";
-      if (!missing.empty() || !unexpected.empty())
-        throw checkpoint_error(where + " does not fit the module's optimizer state:" +
-                               (missing.empty() ? "" : " missing " + missing) +
-                               (unexpected.empty() ? "" : " unexpected " + unexpected));
+      detail::check_names(where + " does not fit the module's optimizer state:", want, have);
       f.emplace(o);
       d.emplace(o);
       std::map<std::string, std::int64_t> steps;  // per value type, the first parameter's
@@ -376,6 +363,19 @@ class sharded_adamw {
   detail::zero_part<double> d_;
 };
 
+namespace detail {
+struct zero_checkpoint {
+  template <axis A, axis... Axes, class M>
+  static void save(const sharded_adamw<A>& opt, const mesh<Axes...>& m, const std::string& dir, const M& module) {
+    opt.save_to(m, dir, module);
+  }
+  template <axis A, axis... Axes, class M>
+  static void load(sharded_adamw<A>& opt, const mesh<Axes...>& m, const std::string& dir, const M& module) {
+    opt.load_from(m, dir, module);
+  }
+};
+}  // namespace detail
+
 /// Saves the optimizer state of `opt` for `module` (the module every rank
 /// of m holds, as in data parallelism) as a sharded checkpoint in `dir`,
 /// collectively over mesh m: AdamW's options ("adamw.lr", ...), and per
@@ -393,7 +393,7 @@ class sharded_adamw {
 ///     dist::save_optimizer_state(m, "ckpt/optim", model, opt);
 template <axis A, axis... Axes, class M>
 void save_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, const sharded_adamw<A>& opt) {
-  opt.save_to(m, dir, module);
+  detail::zero_checkpoint::save(opt, m, dir, module);
 }
 
 /// Loads the state `save_optimizer_state` saved into `opt`, collectively
@@ -414,7 +414,7 @@ void save_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const 
 ///     dist::load_optimizer_state(m, "ckpt/optim", model, opt);
 template <axis A, axis... Axes, class M>
 void load_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const M& module, sharded_adamw<A>& opt) {
-  opt.load_from(m, dir, module);
+  detail::zero_checkpoint::load(opt, m, dir, module);
 }
 
 }  // namespace dimsum::dist
