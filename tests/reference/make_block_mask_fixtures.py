@@ -7,7 +7,11 @@ with autograd, as FlexAttention's document-masking example defines them:
   to key j only when both lie in the same document,
   keep = doc[b, i] == doc[b, j] (document ids per position);
 * document_causal: the same, and only to keys j <= i (packed causal
-  language modelling).
+  language modelling);
+* prefix_lm: a prefix-LM mask (T5, UniLM): key j is kept when it lies in
+  the row's prefix, j < prefix[b], or j <= i; prefixes 50 and 130;
+* chunked: chunked local attention (Llama 4): causal within chunks of 48
+  positions, keep = (i // 48 == j // 48) & (j <= i).
 
 The scores are scaled by 1/2 and filled with -inf where not kept, then
 softmaxed along the keys. Shapes: q (batch 2, head 2, posn 200, d_head 4),
@@ -78,3 +82,7 @@ def run(case, keep):
 doc = document_ids()
 run("document", keep_document(doc))
 run("document_causal", keep_document(doc) & keep_causal())
+prefix = torch.tensor([50, 130])
+run("prefix_lm", ((torch.arange(P)[None, :] < prefix[:, None])[:, None, None, :]) | keep_causal())
+CHUNK = 48
+run("chunked", ((torch.arange(P)[:, None] // CHUNK) == (torch.arange(P)[None, :] // CHUNK)) & keep_causal())

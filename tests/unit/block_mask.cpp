@@ -1,7 +1,9 @@
 // Document masks of packed sequences through the fused attention's block
 // mask (kernels/attention.hpp `block_mask`): the mask is a boolean
 // expression of per-position document ids broadcast by name
-// (`masked_fill(scores, doc_q != doc_k, -inf)`), fused on tensors and on vars.
+// (`masked_fill(scores, doc_q != doc_k, -inf)`), fused on tensors and on vars;
+// prefix-LM and chunked local attention masks written the same way over
+// position ids.
 // Checked against PyTorch float64 autograd of the unfused chain (fixtures of
 // tests/reference/make_block_mask_fixtures.py), the same chain with the
 // scores materialised, and the kernel's block counts: blocks a document
@@ -134,6 +136,57 @@ TEST_CASE("block mask: document masks equal PyTorch forward and gradients, fused
   };
   check_case(std::false_type{});
   check_case(std::true_type{});
+}
+
+namespace {
+
+/// Position ids over (batch, posn), as a data loader of packed sequences
+/// gives them: pos[b, i] = i.
+tensor<int, batch, posn> position_ids(std::size_t nb, std::size_t p) {
+  tensor<int, batch, posn> pos(batch{nb}, posn{p});
+  for (std::size_t b = 0; b < nb; ++b)
+    for (std::size_t i = 0; i < p; ++i) pos(batch{b}, posn{i}) = int(i);
+  return pos;
+}
+
+/// The fixture `name` with the mask `masked(q_ids, k_ids)` (a boolean
+/// expression, true where the score is masked), on tensors and on vars.
+template <class Masked>
+void check_mask_fixture(const std::string& name, Masked masked) {
+  INFO(name);
+  const auto pos = position_ids(2, 200);
+  const auto q_ids = rename<posn, q_posn>(pos);
+  const auto k_ids = rename<posn, k_posn>(pos);
+  const QT q0 = golden::load<QT>(name + "_q.npy");
+  const KT k0 = golden::load<KT>(name + "_k.npy");
+  const VT v0 = golden::load<VT>(name + "_v.npy");
+  const OT r = golden::load<OT>(name + "_r.npy");
+  auto fwd = attend(masked_fill(scores(q0, k0) * 0.5, masked(q_ids, k_ids), ninf), v0);
+  static_assert(uses_fused_attention_v<decltype(fwd)>);
+  golden::check(OT(fwd), name + "_out.npy", 1e-12, 1e-12);
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto z = attend(masked_fill(scores(q, k) * 0.5, masked(q_ids, k_ids), ninf), v);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  CHECK(t.size() == 4);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  golden::check(gradient(q), name + "_grad_q.npy", 1e-12, 1e-12);
+  golden::check(gradient(k), name + "_grad_k.npy", 1e-12, 1e-12);
+  golden::check(gradient(v), name + "_grad_v.npy", 1e-12, 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("block mask: prefix-LM and chunked local attention masks of position ids equal PyTorch") {
+  tensor<int, batch> prefix(batch{2});
+  prefix(batch{0}) = 50;
+  prefix(batch{1}) = 130;
+  // prefix-LM: key j kept when j < prefix[b] or j <= i
+  check_mask_fixture("block_mask/prefix_lm", [&](const auto& qi, const auto& ki) { return !((ki < prefix) || (ki <= qi)); });
+  // chunked local attention: causal within chunks of 48 positions
+  check_mask_fixture("block_mask/chunked", [](const auto& qi, const auto& ki) { return (qi / 48 != ki / 48) || (ki > qi); });
 }
 
 TEST_CASE("block mask: fused == unfused chain, float, with a row masked whole (-inf: NaN; -1e9: uniform)") {
