@@ -449,7 +449,10 @@ struct attention_kernel {
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
     T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias, *row_masks;
-    std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
+    std::size_t batch = static_cast<std::size_t>(-1), packed_from = 0, packed_keys = 0;
+    // When set: per batch index, the V rows holding every value that is not
+    // finite (found once per call by `run`).
+    const key_range* nonfinite_table = nullptr;
     // V rows [nonfinite_lo, nonfinite_hi) of batch index nonfinite_batch
     // hold every row with a value that is not finite (empty: none).
     std::size_t nonfinite_batch = static_cast<std::size_t>(-1), nonfinite_lo = 0, nonfinite_hi = 0;
@@ -484,14 +487,15 @@ struct attention_kernel {
     return b;
   }
 
-  /// Packs keys [buf.packed_keys, upto) of batch index bi: K into NR-key
+  /// Packs keys [from, upto) of batch index bi (from a multiple of NR; the
+  /// keys already packed are kept): K into NR-key
   /// panels (kp[panel][d][NR]), V into NR-column panels (vp[panel][j][NR]).
-  void pack_kv(buffers& buf, std::size_t bi, std::size_t upto) const {
+  void pack_kv(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
-    if (buf.batch != bi) {
+    if (buf.batch != bi || from < buf.packed_from) {
       buf.batch = bi;
-      buf.packed_keys = 0;
+      buf.packed_from = buf.packed_keys = from;
     }
     if (upto <= buf.packed_keys) return;
     const T* kb = a.k + a.batch_offset(a.k_batch, bi);
@@ -760,6 +764,11 @@ struct attention_kernel {
   /// skipped key tile count (0 * NaN), so only they are scanned column by
   /// column, and the block mask never skips them.
   void find_nonfinite_rows(buffers& buf, std::size_t bi) const {
+    if (buf.nonfinite_batch != bi && buf.nonfinite_table != nullptr) {
+      buf.nonfinite_batch = bi;
+      buf.nonfinite_lo = buf.nonfinite_table[bi].lo;
+      buf.nonfinite_hi = buf.nonfinite_table[bi].hi;
+    }
     if (buf.nonfinite_batch != bi) {
       const T* vb = a.v + a.batch_offset(a.v_batch, bi);
       buf.nonfinite_batch = bi;
@@ -804,14 +813,17 @@ struct attention_kernel {
     std::size_t j0, n;
     bool unmasked;
   };
+  /// Whether the block of key j is empty and its V rows finite.
+  bool block_skippable(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t qb, std::size_t j) const {
+    if (blocks.at(bi, qb, j / NR) != block_kind::empty) return false;
+    find_nonfinite_rows(buf, bi);
+    const std::size_t b0 = j / NR * NR;
+    return rows_finite(buf, b0, std::min(b0 + NR, a.nk));
+  }
   key_tile next_key_tile(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t qb, std::size_t j0,
                          std::size_t end) const {
     if (!blocks.active()) return {j0, std::min(BC, end - j0), false};
-    find_nonfinite_rows(buf, bi);
-    auto skippable = [&](std::size_t j) {  // the block of key j
-      const std::size_t b0 = j / NR * NR;
-      return blocks.at(bi, qb, j / NR) == block_kind::empty && rows_finite(buf, b0, std::min(b0 + NR, a.nk));
-    };
+    auto skippable = [&](std::size_t j) { return block_skippable(buf, blocks, bi, qb, j); };
     const std::size_t from = j0;
     while (j0 < end && skippable(j0)) j0 += NR;
     std::size_t to = std::min(j0 + BC, end);
@@ -831,7 +843,12 @@ struct attention_kernel {
     key_range kept = kept_keys(a, vanish, i0, i0 + rows - 1);
     kept.lo = kept.lo / NR * NR;  // key tiles start on a packed panel
     const std::size_t key_end = kept.hi;
-    pack_kv(buf, bi, key_end);
+    // the keys before the first live block are neither packed nor visited
+    const std::size_t causal_lo = kept.lo;
+    while (blocks.active() && kept.lo < key_end && block_skippable(buf, blocks, bi, i0 / BR, kept.lo)) kept.lo += NR;
+    kept.lo = std::min(kept.lo, key_end);
+    count_blocks(a.tile_counts, block_kind::empty, (kept.lo - causal_lo + NR - 1) / NR);
+    pack_kv(buf, bi, kept.lo, key_end);
     const T* qb = a.q + a.batch_offset(a.q_batch, bi);
     const bool q_rows = a.q_col == 1;  // Q read in place, else packed
     if (!q_rows) pack_q(buf, qb, i0, rows);
@@ -978,6 +995,18 @@ struct attention_kernel {
     const std::size_t bytes = scratch_bytes();
     // The block mask, once per call, on the grid of query tiles and key panels.
     const block_mask<T> blocks = rows ? block_mask<T>() : block_mask<T>(a, BR, NR);
+    // The V rows that are not finite, once per call when keys may be skipped.
+    std::vector<key_range> nonfinite;
+    bool skips = blocks.active();
+    for (std::size_t s = 0; s < a.n_stages; ++s) skips = skips || vanish[s];
+    if (skips) {
+      buffers probe{};
+      nonfinite.resize(nb);
+      for (std::size_t bi = 0; bi < nb; ++bi) {
+        find_nonfinite_rows(probe, bi);
+        nonfinite[bi] = {probe.nonfinite_lo, probe.nonfinite_hi};
+      }
+    }
     if (a.tile_counts && blocks.active()) {
       a.tile_counts->rows = BR;
       a.tile_counts->cols = NR;
@@ -997,6 +1026,7 @@ struct attention_kernel {
         static_cast<std::size_t>(items),
         [&](std::size_t item) {
           buffers buf = carve(thread_scratch().reserve(bytes));
+          buf.nonfinite_table = nonfinite.empty() ? nullptr : nonfinite.data();
           work(buf, static_cast<std::int64_t>(item));
         },
         threads_for_flops(flops));
