@@ -15,7 +15,9 @@
 /// each thread keeps one BR x BC score tile, the running row maxima and sums
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
-/// before its first row's window) are skipped. Q·Kᵀ and P·V run
+/// before its first row's window) are skipped, and so are the blocks a
+/// boolean mask sends wholly to -inf (`block_mask`, built once per call).
+/// Q·Kᵀ and P·V run
 /// on the GEMM micro-kernel, so raw scores are bit-identical to the unfused
 /// einsum's (except for at most `few_rows` query rows, incremental
 /// decoding, which run row by row on dot products without packing); exp is vectorised with xsimd. Work items (batch index, query
@@ -119,9 +121,10 @@ struct score_bias {
 /// mask stage masks anywhere: no per-element mask read) and the other
 /// computed blocks `masked` (a tile holds several blocks: one partial block
 /// makes the whole tile read its masks, and the backward computes the empty
-/// blocks at the start of a key tile that other blocks of it need). Blocks outside the key range a causal or window stage keeps
-/// are not counted (they are skipped by that range). For tests and tuning:
-/// set `attention_args::tile_counts`; each pass (forward, backward) adds.
+/// blocks at the start of a key tile that other blocks of it need). Blocks
+/// outside the key range a causal or window stage keeps are not counted
+/// (that range skips them). For tests and tuning: set
+/// `attention_args::tile_counts`; each pass (forward, backward) adds.
 struct attention_tile_counts {
   std::atomic<std::size_t> skipped{0}, unmasked{0}, masked{0};
   std::size_t rows = 0, cols = 0;
@@ -759,10 +762,10 @@ struct attention_kernel {
   }
 
   /// Which V rows of batch index bi hold a value that is not finite, as
-  /// the row range [buf.nonfinite_lo, buf.nonfinite_hi), found once per
-  /// batch index (every query tile of it asks): only keys there make a
-  /// skipped key tile count (0 * NaN), so only they are scanned column by
-  /// column, and the block mask never skips them.
+  /// the row range [buf.nonfinite_lo, buf.nonfinite_hi): read from the
+  /// call's table (`run` finds them once per batch index), else found here.
+  /// Only keys there make a skipped key tile count (0 * NaN), so only they
+  /// are scanned column by column, and the block mask never skips them.
   void find_nonfinite_rows(buffers& buf, std::size_t bi) const {
     if (buf.nonfinite_batch != bi && buf.nonfinite_table != nullptr) {
       buf.nonfinite_batch = bi;
@@ -804,11 +807,8 @@ struct attention_kernel {
     return any ? buf.row_masks : nullptr;
   }
 
-  /// The next key tile of query tile qb of batch index bi at or after key
-  /// j0 (a multiple of NR) before `end`, as [j0, j0 + n) with `unmasked`
-  /// set when the block mask finds it full: blocks the block mask finds
-  /// empty are stepped over at either end (unless a V row there is not
-  /// finite: 0 * NaN must reach the output). n is 0 when none is left.
+  /// Keys [j0, j0 + n) of one query tile; `unmasked` when the block mask
+  /// finds all of them full.
   struct key_tile {
     std::size_t j0, n;
     bool unmasked;
@@ -820,6 +820,10 @@ struct attention_kernel {
     const std::size_t b0 = j / NR * NR;
     return rows_finite(buf, b0, std::min(b0 + NR, a.nk));
   }
+  /// The next key tile of query tile qb of batch index bi at or after key
+  /// j0 (a multiple of NR) before `end`: blocks the block mask finds empty
+  /// are stepped over at either end (unless a V row there is not finite:
+  /// 0 * NaN must reach the output). n is 0 when none is left.
   key_tile next_key_tile(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t qb, std::size_t j0,
                          std::size_t end) const {
     if (!blocks.active()) return {j0, std::min(BC, end - j0), false};
