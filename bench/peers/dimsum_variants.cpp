@@ -6,6 +6,9 @@
 //   alibi    scores * scale + alibi(nheads, q_posn, k_posn) (slope times distance), then causal_mask
 //   padding  where(keep, scores, -inf) with the last p/8 keys padded, then causal_mask
 //   gqa      4 key/value heads shared by groups of h/4 query heads, causal_mask
+//   document 8 documents of p/8 tokens packed in each row: masked_fill(scores,
+//            doc_q != doc_k, -inf) (document ids per position, broadcast by
+//            name), then causal_mask; the block mask skips the other documents
 //
 //   dimsum_variants VARIANT B P M H D [reps] [--out file.f32]
 //
@@ -27,6 +30,7 @@ using dimsum::einsum;
 using dimsum::tensor;
 
 DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
 DIMSUM_DIM(q_posn);
 DIMSUM_DIM(k_posn);
 DIMSUM_DIM(nheads);
@@ -66,6 +70,10 @@ int main(int argc, char** argv) {
   tensor<bool, batch, k_posn> keep(batch{s.b}, k_posn{s.p});
   for (std::size_t b = 0; b < s.b; ++b)
     for (std::size_t j = 0; j < s.p; ++j) keep(batch{b}, k_posn{j}) = j < s.p - s.p / 8;
+  // Packed documents: 8 of p/8 tokens in each batch row.
+  tensor<int, batch, posn> doc(batch{s.b}, posn{s.p});
+  for (std::size_t b = 0; b < s.b; ++b)
+    for (std::size_t i = 0; i < s.p; ++i) doc(batch{b}, posn{i}) = int(i / (s.p / 8));
   // GQA: q's heads split as (kv_heads group), 4 key/value heads.
   const std::size_t kvh = 4, g = s.h / kvh;
   using gq_t = tensor<float, batch, q_posn, kv_heads, group, d_head>;
@@ -85,6 +93,10 @@ int main(int argc, char** argv) {
       attend(dimsum::causal_mask<q_posn, k_posn>(scores() + bias, -inf));
     } else if (variant == "padding") {
       attend(dimsum::causal_mask<q_posn, k_posn>(dimsum::where(keep, scores(), -inf), -inf));
+    } else if (variant == "document") {
+      attend(dimsum::causal_mask<q_posn, k_posn>(
+          dimsum::masked_fill(scores(), dimsum::rename<posn, q_posn>(doc) != dimsum::rename<posn, k_posn>(doc), -inf),
+          -inf));
     } else {  // gqa
       auto sc = einsum<"batch q_posn kv_heads group d_head, batch k_posn kv_heads d_head -> batch kv_heads group q_posn k_posn">(
           gq, gk);

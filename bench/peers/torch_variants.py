@@ -34,7 +34,8 @@ def inputs(variant, b, p, h, d, dtype=torch.float32):
                 k=t(make(b * p * kvh * d, 2, 1.0), b, p, kvh, d),
                 v=t(make(b * p * kvh * d, 3, 1.0), b, p, kvh, d),
                 slopes=torch.tensor(alibi_slopes(h), dtype=dtype),
-                keep=torch.arange(p).expand(b, p) < p - p // 8)
+                keep=torch.arange(p).expand(b, p) < p - p // 8,
+                doc=(torch.arange(p) // (p // 8)).expand(b, p))
 
 
 def forward(variant, w):
@@ -52,6 +53,9 @@ def forward(variant, w):
         scores = scores + w["slopes"][:, None, None] * distance
     if variant == "padding":
         scores = scores.masked_fill(~w["keep"][:, None, None, :], float("-inf"))
+    if variant == "document":  # packed documents: each attends within itself
+        doc = w["doc"]
+        scores = scores.masked_fill(doc[:, None, :, None] != doc[:, None, None, :], float("-inf"))
     scores = scores.masked_fill(causal, float("-inf"))
     return torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v)
 

@@ -15,7 +15,9 @@
 /// each thread keeps one BR x BC score tile, the running row maxima and sums
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
-/// before its first row's window) are skipped. Q·Kᵀ and P·V run
+/// before its first row's window) are skipped, and so are the blocks a
+/// boolean mask sends wholly to -inf (`block_mask`, built once per call).
+/// Q·Kᵀ and P·V run
 /// on the GEMM micro-kernel, so raw scores are bit-identical to the unfused
 /// einsum's (except for at most `few_rows` query rows, incremental
 /// decoding, which run row by row on dot products without packing); exp is vectorised with xsimd. Work items (batch index, query
@@ -32,11 +34,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "dimsum/kernels/contraction_args.hpp"
 #include "dimsum/kernels/detail/gemm_driver.hpp"
@@ -110,6 +114,22 @@ struct score_bias {
   bool present() const noexcept { return add != nullptr || slope != nullptr; }
 };
 
+/// What the block mask of one fused attention call decided, counted in
+/// blocks of `rows` query rows by `cols` keys (the kernels set both): blocks
+/// `skipped` (every score of the block is masked to -inf: no Q·Kᵀ, no
+/// exp, no P·V), blocks computed `unmasked` (in a tile of blocks that no
+/// mask stage masks anywhere: no per-element mask read) and the other
+/// computed blocks `masked` (a tile holds several blocks: one partial block
+/// makes the whole tile read its masks, and the backward computes the empty
+/// blocks at the start of a key tile that other blocks of it need). Blocks
+/// outside the key range a causal or window stage keeps are not counted
+/// (that range skips them). For tests and tuning: set
+/// `attention_args::tile_counts`; each pass (forward, backward) adds.
+struct attention_tile_counts {
+  std::atomic<std::size_t> skipped{0}, unmasked{0}, masked{0};
+  std::size_t rows = 0, cols = 0;
+};
+
 /// One fused attention: extents, element strides (any, including 0 for a
 /// broadcast batch dim of V or of a mask), and the score stages.
 template <class T>
@@ -145,6 +165,9 @@ struct attention_args {
   /// row whose scores are all a large finite fill (-1e9) lse alone rounds
   /// log(l) away; the backward reads both (`attention_grad_args::lse_low`).
   T* lse_low = nullptr;
+  /// When set, the block mask's decisions are added to it (see
+  /// `attention_tile_counts`).
+  attention_tile_counts* tile_counts = nullptr;
 
   std::size_t batch_size() const noexcept {
     std::size_t s = 1;
@@ -286,6 +309,120 @@ key_range causal_kept_columns(const score_stage<T>& st, std::size_t i, std::size
   return {std::min(to, first > j0 ? first - j0 : std::size_t(0)), to};
 }
 
+/// How a block of scores (query rows x keys) stands under the boolean mask
+/// stages: every score masked to -inf (`empty`: the block is skipped), no
+/// score masked by any mask stage (`full`: the masks are not read), or
+/// neither (`partial`).
+enum class block_kind : std::uint8_t { empty, full, partial };
+
+/// Whether a boolean rectangle (rows x n, strides rs and cs) has any true
+/// flag, and whether all are true; stops early once it has both kinds.
+struct flag_scan {
+  bool any = false, all = true;
+};
+inline flag_scan scan_flags(const bool* m, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows, std::size_t n) {
+  flag_scan f;
+  if (rs == 0) rows = std::min<std::size_t>(rows, 1);  // every row alike (a padding mask)
+  for (std::size_t r = 0; r < rows && (f.all || !f.any); ++r) {
+    const bool* row = m + static_cast<std::ptrdiff_t>(r) * rs;
+    std::size_t j = 0;
+    if (cs == 1) {  // eight flags a word: a bool is one byte holding 0 or 1
+      constexpr std::uint64_t ones = 0x0101010101010101ull;
+      for (; j + 8 <= n; j += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, row + j, 8);
+        f.any = f.any || w != 0;
+        f.all = f.all && w == ones;
+      }
+    }
+    for (; j < n; ++j) {
+      const bool x = row[static_cast<std::ptrdiff_t>(j) * cs];
+      f.any = f.any || x;
+      f.all = f.all && x;
+    }
+  }
+  return f;
+}
+
+/// The block mask of one fused attention call (FlexAttention's BlockMask,
+/// built from the boolean mask stages): each block of `rows` query rows by
+/// `cols` keys of each batch index is classified once as empty, full or
+/// partial. A block is empty when one mask stage whose masked scores end up
+/// -inf (`masked_keys_vanish`) masks all of it, full when no mask stage
+/// masks any of it. Batch indices whose masks are the same memory (a mask
+/// broadcast over heads, stride 0) share one classification. The cost is
+/// one read of each mask flag, against Q·Kᵀ's and P·V's d multiply-adds
+/// per score. Without mask stages every block is full and nothing is
+/// stored.
+template <class T>
+struct block_mask {
+  std::size_t rows = 0, cols = 0, q_blocks = 0, k_blocks = 0;
+  std::vector<std::size_t> slot;  // batch index -> its classification's first block
+  std::vector<block_kind> kinds;
+
+  block_mask() = default;
+  block_mask(const attention_args<T>& a, std::size_t rows_, std::size_t cols_) : rows(rows_), cols(cols_) {
+    bool vanish[max_score_stages] = {}, any_mask = false;
+    for (std::size_t s = 0; s < a.n_stages; ++s)
+      if (a.stages[s].op == score_op::mask) {
+        any_mask = true;
+        vanish[s] = masked_keys_vanish(a, s);
+      }
+    if (!any_mask || a.nq == 0 || a.nk == 0) return;
+    q_blocks = (a.nq + rows - 1) / rows;
+    k_blocks = (a.nk + cols - 1) / cols;
+    const std::size_t nb = a.batch_size(), per = q_blocks * k_blocks;
+    std::vector<std::array<std::ptrdiff_t, max_score_stages>> seen;  // the mask offsets classified so far
+    slot.resize(nb);
+    for (std::size_t bi = 0; bi < nb; ++bi) {
+      std::array<std::ptrdiff_t, max_score_stages> off{};
+      for (std::size_t s = 0; s < a.n_stages; ++s)
+        if (a.stages[s].op == score_op::mask) off[s] = a.batch_offset(a.stages[s].mask_batch, bi);
+      const auto hit = std::find(seen.begin(), seen.end(), off);
+      if (hit != seen.end()) {
+        slot[bi] = static_cast<std::size_t>(hit - seen.begin()) * per;
+        continue;
+      }
+      slot[bi] = seen.size() * per;
+      seen.push_back(off);
+      for (std::size_t qb = 0; qb < q_blocks; ++qb)
+        for (std::size_t kb = 0; kb < k_blocks; ++kb) {
+          const std::size_t i0 = qb * rows, j0 = kb * cols;
+          const std::size_t nr = std::min(rows, a.nq - i0), n = std::min(cols, a.nk - j0);
+          bool empty = false, full = true;
+          for (std::size_t s = 0; s < a.n_stages && !empty; ++s) {
+            const score_stage<T>& st = a.stages[s];
+            if (st.op != score_op::mask) continue;
+            const flag_scan f = scan_flags(st.mask + off[s] + static_cast<std::ptrdiff_t>(i0) * st.mask_row +
+                                               static_cast<std::ptrdiff_t>(j0) * st.mask_col,
+                                           st.mask_row, st.mask_col, nr, n);
+            full = full && !f.any;
+            empty = vanish[s] && f.all;
+          }
+          kinds.push_back(empty ? block_kind::empty : full ? block_kind::full : block_kind::partial);
+        }
+    }
+  }
+
+  bool active() const noexcept { return !kinds.empty(); }
+  block_kind at(std::size_t bi, std::size_t qb, std::size_t kb) const noexcept {
+    return active() ? kinds[slot[bi] + qb * k_blocks + kb] : block_kind::full;
+  }
+  /// Whether every block of query block qb, keys [j0, j1) (j0 a multiple of
+  /// cols) is full.
+  bool all_full(std::size_t bi, std::size_t qb, std::size_t j0, std::size_t j1) const noexcept {
+    for (std::size_t kb = j0 / cols; kb * cols < j1; ++kb)
+      if (at(bi, qb, kb) != block_kind::full) return false;
+    return true;
+  }
+};
+
+/// Adds to `c` (when set): `n` blocks of kind k, skipped when empty.
+inline void count_blocks(attention_tile_counts* c, block_kind k, std::size_t n) {
+  if (c == nullptr || n == 0) return;
+  (k == block_kind::empty ? c->skipped : k == block_kind::full ? c->unmasked : c->masked).fetch_add(n, std::memory_order_relaxed);
+}
+
 template <class T, class Arch>
 struct attention_kernel {
   using blk = default_blocking<T, Arch>;
@@ -315,7 +452,10 @@ struct attention_kernel {
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
     T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias, *row_masks;
-    std::size_t batch = static_cast<std::size_t>(-1), packed_keys = 0;
+    std::size_t batch = static_cast<std::size_t>(-1), packed_from = 0, packed_keys = 0;
+    // When set: per batch index, the V rows holding every value that is not
+    // finite (found once per call by `run`).
+    const key_range* nonfinite_table = nullptr;
     // V rows [nonfinite_lo, nonfinite_hi) of batch index nonfinite_batch
     // hold every row with a value that is not finite (empty: none).
     std::size_t nonfinite_batch = static_cast<std::size_t>(-1), nonfinite_lo = 0, nonfinite_hi = 0;
@@ -350,14 +490,15 @@ struct attention_kernel {
     return b;
   }
 
-  /// Packs keys [buf.packed_keys, upto) of batch index bi: K into NR-key
+  /// Packs keys [from, upto) of batch index bi (from a multiple of NR; the
+  /// keys already packed are kept): K into NR-key
   /// panels (kp[panel][d][NR]), V into NR-column panels (vp[panel][j][NR]).
-  void pack_kv(buffers& buf, std::size_t bi, std::size_t upto) const {
+  void pack_kv(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
-    if (buf.batch != bi) {
+    if (buf.batch != bi || from < buf.packed_from) {
       buf.batch = bi;
-      buf.packed_keys = 0;
+      buf.packed_from = buf.packed_keys = from;
     }
     if (upto <= buf.packed_keys) return;
     const T* kb = a.k + a.batch_offset(a.k_batch, bi);
@@ -448,9 +589,11 @@ struct attention_kernel {
   }
   /// `shared` (or nullptr): for a mask stage s that is the same for every
   /// query row (a padding mask, stride 0 along i), its flags of this key
-  /// tile as 1/0 from shared + s * BC, gathered once per tile.
+  /// tile as 1/0 from shared + s * BC, gathered once per tile. `unmasked`:
+  /// the block mask found that no mask stage masks any of these scores, so
+  /// the mask stages are not read.
   T prepare_row(T* row, T* bias, const T* shared, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n,
-                std::size_t n_vec) const {
+                std::size_t n_vec, bool unmasked = false) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     constexpr T ninf = -std::numeric_limits<T>::infinity();
@@ -476,7 +619,7 @@ struct attention_kernel {
         keep_from[s] = kept.lo;
         keep_to[s] = kept.hi;
       }
-      if (st.op == score_op::mask)
+      if (st.op == score_op::mask && !unmasked)
         mrow[s] = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +
                   static_cast<std::ptrdiff_t>(j0) * st.mask_col;
     }
@@ -511,6 +654,7 @@ struct attention_kernel {
               x = xsimd::select(col < ops::broadcast(T(keep_from[s])) || col >= ops::broadcast(T(keep_to[s])), v, x);
               break;
             case score_op::mask: {
+              if (unmasked) break;
               if (shared != nullptr && a.stages[s].mask_row == 0) {
                 x = xsimd::select(ops::loadu(shared + s * BC + j) != ops::zero(), v, x);
                 break;
@@ -543,7 +687,7 @@ struct attention_kernel {
             case score_op::tanh: x = scalar_math<math_fn::tanh>(x); break;
             case score_op::map: x = a.stages[s].fn(a.stages[s].ctx, x); break;
             case score_op::causal: x = j < keep_from[s] || j >= keep_to[s] ? v : x; break;
-            case score_op::mask: x = masked(s, j) ? v : x; break;
+            case score_op::mask: x = !unmasked && masked(s, j) ? v : x; break;
           }
         }
         if (bias_at == a.n_stages) x = x + bias_at_j(j);
@@ -596,18 +740,7 @@ struct attention_kernel {
   /// whether any z[c] is not 0.
   bool skipped_keys_term(buffers& buf, std::size_t bi, key_range kept) const {
     const T* vb = a.v + a.batch_offset(a.v_batch, bi);
-    // Which V rows hold a value that is not finite, found once per batch
-    // index (every query tile of it asks): only then are the skipped keys
-    // scanned column by column.
-    if (buf.nonfinite_batch != bi) {
-      buf.nonfinite_batch = bi;
-      buf.nonfinite_lo = buf.nonfinite_hi = 0;
-      for (std::size_t j = 0; j < a.nk; ++j)
-        if (!row_is_finite(vb + static_cast<std::ptrdiff_t>(j) * a.v_row)) {
-          if (buf.nonfinite_lo == buf.nonfinite_hi) buf.nonfinite_lo = j;
-          buf.nonfinite_hi = j + 1;
-        }
-    }
+    find_nonfinite_rows(buf, bi);
     const bool below = buf.nonfinite_lo < buf.nonfinite_hi && buf.nonfinite_lo < kept.lo;
     const bool above = buf.nonfinite_lo < buf.nonfinite_hi && buf.nonfinite_hi > kept.hi;
     if (!below && !above) return false;
@@ -628,6 +761,35 @@ struct attention_kernel {
     return any;
   }
 
+  /// Which V rows of batch index bi hold a value that is not finite, as
+  /// the row range [buf.nonfinite_lo, buf.nonfinite_hi): read from the
+  /// call's table (`run` finds them once per batch index), else found here.
+  /// Only keys there make a skipped key tile count (0 * NaN), so only they
+  /// are scanned column by column, and the block mask never skips them.
+  void find_nonfinite_rows(buffers& buf, std::size_t bi) const {
+    if (buf.nonfinite_batch != bi && buf.nonfinite_table != nullptr) {
+      buf.nonfinite_batch = bi;
+      buf.nonfinite_lo = buf.nonfinite_table[bi].lo;
+      buf.nonfinite_hi = buf.nonfinite_table[bi].hi;
+    }
+    if (buf.nonfinite_batch != bi) {
+      const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+      buf.nonfinite_batch = bi;
+      buf.nonfinite_lo = buf.nonfinite_hi = 0;
+      for (std::size_t j = 0; j < a.nk; ++j)
+        if (!row_is_finite(vb + static_cast<std::ptrdiff_t>(j) * a.v_row)) {
+          if (buf.nonfinite_lo == buf.nonfinite_hi) buf.nonfinite_lo = j;
+          buf.nonfinite_hi = j + 1;
+        }
+    }
+  }
+
+  /// Whether V rows [j0, j1) of the batch index last passed to
+  /// find_nonfinite_rows are all finite (as far as its row range says).
+  static bool rows_finite(const buffers& buf, std::size_t j0, std::size_t j1) {
+    return buf.nonfinite_lo == buf.nonfinite_hi || j1 <= buf.nonfinite_lo || j0 >= buf.nonfinite_hi;
+  }
+
   /// The flags of the mask stages that every query row shares (stride 0
   /// along i: padding masks) for keys [j0, j0 + n) as 1/0 into
   /// buf.row_masks (lanes to n_vec), so the rows of a tile read them as
@@ -645,14 +807,52 @@ struct attention_kernel {
     return any ? buf.row_masks : nullptr;
   }
 
+  /// Keys [j0, j0 + n) of one query tile; `unmasked` when the block mask
+  /// finds all of them full.
+  struct key_tile {
+    std::size_t j0, n;
+    bool unmasked;
+  };
+  /// Whether the block of key j is empty and its V rows finite.
+  bool block_skippable(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t qb, std::size_t j) const {
+    if (blocks.at(bi, qb, j / NR) != block_kind::empty) return false;
+    find_nonfinite_rows(buf, bi);
+    const std::size_t b0 = j / NR * NR;
+    return rows_finite(buf, b0, std::min(b0 + NR, a.nk));
+  }
+  /// The next key tile of query tile qb of batch index bi at or after key
+  /// j0 (a multiple of NR) before `end`: blocks the block mask finds empty
+  /// are stepped over at either end (unless a V row there is not finite:
+  /// 0 * NaN must reach the output). n is 0 when none is left.
+  key_tile next_key_tile(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t qb, std::size_t j0,
+                         std::size_t end) const {
+    if (!blocks.active()) return {j0, std::min(BC, end - j0), false};
+    auto skippable = [&](std::size_t j) { return block_skippable(buf, blocks, bi, qb, j); };
+    const std::size_t from = j0;
+    while (j0 < end && skippable(j0)) j0 += NR;
+    std::size_t to = std::min(j0 + BC, end);
+    while (to > j0 && skippable(to - 1)) to = (to - 1) / NR * NR;
+    // the blocks cut off the end are stepped over by the next call
+    count_blocks(a.tile_counts, block_kind::empty, (j0 - from + NR - 1) / NR);
+    if (to <= j0) return {end, 0, false};
+    const bool full = blocks.all_full(bi, qb, j0, to);
+    count_blocks(a.tile_counts, full ? block_kind::full : block_kind::partial, (to - j0 + NR - 1) / NR);
+    return {j0, to - j0, full};
+  }
+
   /// One query tile [i0, i0 + rows) of batch index bi.
-  void run_tile(buffers& buf, std::size_t bi, std::size_t i0, std::size_t rows) const {
+  void run_tile(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t i0, std::size_t rows) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     key_range kept = kept_keys(a, vanish, i0, i0 + rows - 1);
     kept.lo = kept.lo / NR * NR;  // key tiles start on a packed panel
     const std::size_t key_end = kept.hi;
-    pack_kv(buf, bi, key_end);
+    // the keys before the first live block are neither packed nor visited
+    const std::size_t causal_lo = kept.lo;
+    while (blocks.active() && kept.lo < key_end && block_skippable(buf, blocks, bi, i0 / BR, kept.lo)) kept.lo += NR;
+    kept.lo = std::min(kept.lo, key_end);
+    count_blocks(a.tile_counts, block_kind::empty, (kept.lo - causal_lo + NR - 1) / NR);
+    pack_kv(buf, bi, kept.lo, key_end);
     const T* qb = a.q + a.batch_offset(a.q_batch, bi);
     const bool q_rows = a.q_col == 1;  // Q read in place, else packed
     if (!q_rows) pack_q(buf, qb, i0, rows);
@@ -663,8 +863,12 @@ struct attention_kernel {
     std::fill(buf.m, buf.m + rows, m0);
     std::fill(buf.l, buf.l + rows, l0);
 
-    for (std::size_t j0 = kept.lo; j0 < key_end; j0 += BC) {
-      const std::size_t n = std::min(BC, key_end - j0);
+    bool first = true;
+    for (std::size_t next = kept.lo; next < key_end;) {
+      const key_tile tile = next_key_tile(buf, blocks, bi, i0 / BR, next, key_end);
+      const std::size_t j0 = tile.j0, n = tile.n;
+      if (n == 0) break;
+      next = j0 + n;
       const std::size_t n_vec = round_up(n, W);  // <= BC: NR is a multiple of W
       // S = Q Kᵀ for the tile, the columns [0, n_vec) (a last panel of one
       // vector runs on one vector column).
@@ -681,13 +885,14 @@ struct attention_kernel {
       // before the first key tile). Rows are whole vectors (n_vec): the lanes
       // past n hold -inf after the stages, so the softmax steps need no
       // scalar tails.
-      const T* shared = share_row_masks(buf, bi, j0, n, n_vec);
+      const T* shared = tile.unmasked ? nullptr : share_row_masks(buf, bi, j0, n, n_vec);
       for (std::size_t r = 0; r < rows; ++r) {
         T* row = buf.s + r * BC;
-        const T mx = prepare_row(row, buf.bias, shared, bi, i0 + r, j0, n, n_vec);
+        const T mx = prepare_row(row, buf.bias, shared, bi, i0 + r, j0, n, n_vec, tile.unmasked);
         const T alpha = online_row(row, n_vec, mx, buf.m[r], buf.l[r]);
-        if (j0 > kept.lo && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
+        if (!first && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
       }
+      first = false;
       // O += P V for the tile, P read from the score rows in place.
       for (std::size_t cp = 0; cp < dv_pad; cp += NR)
         for (std::size_t p = 0; p < panels; ++p) {
@@ -792,6 +997,24 @@ struct attention_kernel {
     const std::size_t tiles = rows ? a.nq : (a.nq + BR - 1) / BR;
     const auto items = static_cast<std::int64_t>(nb * tiles);
     const std::size_t bytes = scratch_bytes();
+    // The block mask, once per call, on the grid of query tiles and key panels.
+    const block_mask<T> blocks = rows ? block_mask<T>() : block_mask<T>(a, BR, NR);
+    // The V rows that are not finite, once per call when keys may be skipped.
+    std::vector<key_range> nonfinite;
+    bool skips = blocks.active();
+    for (std::size_t s = 0; s < a.n_stages; ++s) skips = skips || vanish[s];
+    if (skips) {
+      buffers probe{};
+      nonfinite.resize(nb);
+      for (std::size_t bi = 0; bi < nb; ++bi) {
+        find_nonfinite_rows(probe, bi);
+        nonfinite[bi] = {probe.nonfinite_lo, probe.nonfinite_hi};
+      }
+    }
+    if (a.tile_counts && blocks.active()) {
+      a.tile_counts->rows = BR;
+      a.tile_counts->cols = NR;
+    }
     // Later tiles see more keys under a causal mask: hand them out first.
     auto work = [&](buffers& buf, std::int64_t item) {
       const std::size_t bi = static_cast<std::size_t>(item) / tiles;
@@ -799,7 +1022,7 @@ struct attention_kernel {
       if (rows)
         run_row(buf, bi, t);
       else
-        run_tile(buf, bi, t * BR, std::min(BR, a.nq - t * BR));
+        run_tile(buf, blocks, bi, t * BR, std::min(BR, a.nq - t * BR));
     };
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(a.dk + a.dv);
     // Each item takes its thread's scratch (reserve allocates only to grow).
@@ -807,6 +1030,7 @@ struct attention_kernel {
         static_cast<std::size_t>(items),
         [&](std::size_t item) {
           buffers buf = carve(thread_scratch().reserve(bytes));
+          buf.nonfinite_table = nonfinite.empty() ? nullptr : nonfinite.data();
           work(buf, static_cast<std::int64_t>(item));
         },
         threads_for_flops(flops));

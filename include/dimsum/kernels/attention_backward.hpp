@@ -12,7 +12,7 @@
 /// score's stages replayed when f has tanh, a map or a factor; 0 where a
 /// causal or boolean mask replaced the score) dQ += (g dS) K,
 /// dK += (g dS)ᵀ Q. Key tiles that a causal mask sends wholly to -inf are
-/// skipped. Extra memory: one BR x BC tile and two values per query row.
+/// skipped, and so are the blocks a boolean mask does (`block_mask`). Extra memory: one BR x BC tile and two values per query row.
 ///
 /// Semantics are those of PyTorch's autograd on the unfused chain: a
 /// masked score's gradient is exactly 0 (masked_fill's backward), a row
@@ -380,8 +380,9 @@ struct attention_backward_kernel {
   /// dS = df/ds * P * (dP - D), exactly 0 where a mask replaced the score;
   /// both are zero on [n, round_up(n, NR)) and copied into the NR-key
   /// panels pp and dsp (row r of each panel).
+  /// `unmasked`: the block mask found no score of the tile masked.
   void row_grad(buffers& buf, std::size_t bi, std::size_t r, std::size_t i, std::size_t j0, std::size_t n,
-                T lse, T lse_low, learned_sums* acc) const {
+                T lse, T lse_low, learned_sums* acc, bool unmasked) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     const std::size_t n_vec = round_up(n, W), n_nr = round_up(n, NR);
@@ -390,7 +391,7 @@ struct attention_backward_kernel {
     T* ds = buf.ds + r * BC;
     const bool replayed = nonlinear || acc != nullptr;
     if (replayed) std::copy_n(s, n, buf.raw);
-    fwd.prepare_row(s, buf.bias, bi, i, j0, n, n_vec);  // f(s); -inf on [n, n_vec)
+    fwd.prepare_row(s, buf.bias, nullptr, bi, i, j0, n, n_vec, unmasked);  // f(s); -inf on [n, n_vec)
     if (std::isfinite(lse) && lse_low != T(0)) {  // exp((s - lse) - lse_low): the low part survives
       const auto hi = ops::broadcast(lse);
       for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(s + j, ops::loadu(s + j) - hi);
@@ -428,7 +429,7 @@ struct attention_backward_kernel {
     if (scale == T(0) || from > to) from = to = 0;
     for (std::size_t j = 0; j < from; ++j) ds[j] = T(0);
     for (std::size_t j = to; j < n_nr; ++j) ds[j] = T(0);
-    if (has_mask)
+    if (has_mask && !unmasked)
       for (std::size_t st = 0; st < a.n_stages; ++st) {
         const score_stage<T>& m = a.stages[st];
         if (m.op != score_op::mask) continue;
@@ -448,13 +449,18 @@ struct attention_backward_kernel {
   /// the unfused softmax its P is NaN at every key, masked ones included,
   /// and reaches dV there, so no key tile may be skipped for it.
   key_range kept_or_all(const T* lse, std::size_t i_first, std::size_t i_last) const {
-    for (std::size_t i = i_first; i <= i_last; ++i)
-      if (!std::isfinite(lse[i])) return key_range{0, a.nk};
+    if (!rows_have_finite_lse(lse, i_first, i_last)) return key_range{0, a.nk};
     return kept_keys(a, fwd.vanish, i_first, i_last);
+  }
+  /// Whether every query row of [i_first, i_last] has a finite lse.
+  static bool rows_have_finite_lse(const T* lse, std::size_t i_first, std::size_t i_last) {
+    for (std::size_t i = i_first; i <= i_last; ++i)
+      if (!std::isfinite(lse[i])) return false;
+    return true;
   }
 
   /// The gradients' contributions of batch index bi (added to dQ, dK, dV).
-  void run_batch(buffers& buf, const attention_grad_args<T>& g, std::size_t bi) const {
+  void run_batch(buffers& buf, const block_mask<T>& blocks, const attention_grad_args<T>& g, std::size_t bi) const {
     const T* qb = a.q + a.batch_offset(a.q_batch, bi);
     const T* kb = a.k + a.batch_offset(a.k_batch, bi);
     const T* vb = a.v + a.batch_offset(a.v_batch, bi);
@@ -507,7 +513,25 @@ struct attention_backward_kernel {
         // Within it, the keys past the last one any row keeps and the
         // leading row panels that keep none of the keys (the tiles along a
         // causal diagonal) contribute nothing either: P and dS are 0 there.
-        const std::size_t ne = std::min(n, kept.hi - j0), ne_nr = round_up(ne, NR);
+        std::size_t ne = std::min(n, kept.hi - j0);
+        // The block mask: a tile whose blocks are all empty adds nothing
+        // (its P and dS are 0; a row with no finite score made `kept` all
+        // keys and is never skipped), trailing empty blocks are cut off,
+        // and a full tile does not read the masks.
+        bool unmasked = false;
+        if (blocks.active()) {
+          const std::size_t qb = i0 / BR;
+          const bool finite_rows = rows_have_finite_lse(lse, i0, i0 + rows - 1);
+          std::size_t live = ne;
+          while (finite_rows && live > 0 && blocks.at(bi, qb, (j0 + live - 1) / NR) == block_kind::empty)
+            live = (live - 1) / NR * NR;
+          count_blocks(a.tile_counts, block_kind::empty, (ne - live + NR - 1) / NR);
+          if (live == 0) continue;
+          ne = live;
+          unmasked = blocks.all_full(bi, qb, j0, j0 + ne);
+          count_blocks(a.tile_counts, unmasked ? block_kind::full : block_kind::partial, (ne + NR - 1) / NR);
+        }
+        const std::size_t ne_nr = round_up(ne, NR);
         std::size_t p0 = 0;
         for (; p0 + 1 < panels; ++p0) {
           const key_range pk = kept_or_all(lse, i0 + p0 * MR, i0 + (p0 + 1) * MR - 1);
@@ -525,7 +549,8 @@ struct attention_backward_kernel {
                              tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
           }
         for (std::size_t r = r0; r < rows; ++r)
-          row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0), learns ? &acc : nullptr);
+          row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0), learns ? &acc : nullptr,
+                   unmasked);
         started = true;
         for (std::size_t jp = 0; jp < ne_nr; jp += NR) {
           const std::size_t cols = std::min(NR, ne - jp);
@@ -598,6 +623,11 @@ struct attention_backward_kernel {
     if (g.dsink) std::fill(g.dsink, g.dsink + nb, T(0));
     if (empty) return;
     const std::size_t bytes = scratch_bytes();
+    const block_mask<T> blocks(a, BR, NR);  // once per call, on the grid of query tiles and key panels
+    if (a.tile_counts && blocks.active()) {
+      a.tile_counts->rows = BR;
+      a.tile_counts->cols = NR;
+    }
     // five products of the forward's two sizes: serial below the threshold
     const double flops = 2.0 * double(nb) * double(a.nq) * double(a.nk) * double(3 * a.dk + 2 * a.dv);
     const std::size_t threads = flops < parallel_min_flops * 8 || accumulate ? 1 : threads_for_flops(flops);
@@ -605,7 +635,7 @@ struct attention_backward_kernel {
         nb,
         [&](std::size_t bi) {
           buffers buf = carve(thread_scratch().reserve(bytes));
-          run_batch(buf, g, bi);
+          run_batch(buf, blocks, g, bi);
         },
         std::min(threads, nb));
   }
