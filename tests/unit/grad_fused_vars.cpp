@@ -32,6 +32,7 @@
 #include <catch2/catch.hpp>
 
 #include "golden.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -74,28 +75,8 @@ auto causal_lines(const Q& q, const K& k, const V& v, double value) {
   return attend(masked, v);
 }
 
-template <class TT>
-TT random_tensor(TT t, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (auto* x = t.data(); x != t.data() + t.size(); ++x) *x = static_cast<std::remove_reference_t<decltype(*x)>>(u(gen));
-  return t;
-}
-
-/// Elements of got not within tol (1 + |want|) of want; NaN must meet NaN.
-template <class A, class B>
-std::size_t differ(const A& got, const B& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  std::size_t bad = 0;
-  for (std::size_t n = 0; n < want.size(); ++n) {
-    const double g = got.data()[n], w = want.data()[n];
-    if (std::isnan(w) ? !std::isnan(g) : !(std::abs(g - w) <= tol * (1 + std::abs(w)))) {
-      if (bad < 5) UNSCOPED_INFO("at " << n << ": got " << g << ", want " << w);
-      ++bad;
-    }
-  }
-  return bad;
-}
+using test::differ;
+using test::random_tensor;
 
 /// Central differences (step 1e-6) of sum(f(x) * r) along every element of x,
 /// f evaluated on tensors.
