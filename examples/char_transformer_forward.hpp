@@ -2,8 +2,8 @@
 /// \file
 /// The forward pass and the loss of the character transformer
 /// (char_transformer_model.hpp), recorded on a `grad::tape` with the tape's
-/// operations: einsum, rename, `grad::fused_attention` (causal_mask and
-/// softmax inside it), `lookup` (embedding),
+/// operations: einsum, rename, causal_mask and softmax (the attention, one
+/// fused node), `lookup` (embedding),
 /// `layer_norm` (the model's nn::layer_norm modules), `gelu` and
 /// `cross_entropy`. `forward` and `loss` are defined here, not inline:
 /// include this header in exactly one translation unit of a program (the
@@ -21,9 +21,12 @@ namespace char_lm {
 
 /// Causal multi-head self-attention of h (batch, posn, d_model) on the
 /// tape: one projection string for queries, keys and values; the keys and
-/// values' positions renamed k_posn so that the scores have both; the
-/// attention itself one `grad::fused_attention` node (the fused kernel
-/// forward and the FlashAttention-2 backward).
+/// values' positions renamed k_posn so that the scores have both; then the
+/// attention as its three lines: scores, causal softmax, weighted values.
+/// On vars the scores and the weights are lazy (`grad::lazy_var`), and the
+/// einsum with v that completes the pattern records one tape node on the
+/// fused kernel (forward, and the FlashAttention-2 backward): neither pass
+/// stores the scores.
 template <class X>
 auto attention(tape& t, attention_params& a, const X& h) {
   using dimsum::einsum;
@@ -33,16 +36,11 @@ auto attention(tape& t, attention_params& a, const X& h) {
   auto k = rename<posn, k_posn>(einsum<project>(h, t.watch(a.W_K)));
   auto v = rename<posn, k_posn>(einsum<project>(h, t.watch(a.W_V)));
   const float scale = 1.0f / std::sqrt(float(a.W_Q.value.template extent<d_head>()));
-  // One tape node on the fused kernel: neither pass stores the scores.
-  // f returns one expression: its temporaries are moved in, a named local
-  // would be referenced after f returns.
-  auto z = dimsum::grad::fused_attention(q, k, v, [scale](const auto& q, const auto& k, const auto& v) {
-    return einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
-        dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
-            einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale,
-            -std::numeric_limits<float>::infinity())),
-        v);
-  });
+  auto scores = einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale;
+  auto weights = dimsum::softmax<k_posn>(
+      dimsum::causal_mask<q_posn, k_posn>(scores, -std::numeric_limits<float>::infinity()));
+  auto z = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(weights, v);
+  static_assert(dimsum::uses_fused_attention_v<decltype(z)>, "the example's attention runs on the fused kernel");
   auto out = rename<q_posn, posn>(einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, t.watch(a.W_O)));
   return out + t.watch(a.b_O);
 }
