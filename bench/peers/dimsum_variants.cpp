@@ -9,19 +9,38 @@
 //   document 8 documents of p/8 tokens packed in each row: masked_fill(scores,
 //            doc_q != doc_k, -inf) (document ids per position, broadcast by
 //            name), then causal_mask; the block mask skips the other documents
+//   softcap  50 * tanh(scores / 50) (Gemma 2), then causal_mask
+//   temperature  scores * temp, a temperature per head, then causal_mask
+//   sinks    causal_mask, then a softmax with one sink logit per head
+//   map      a user's function of the scores with its derivative,
+//            s + 0.01 s^3, then causal_mask
+//   prefix   prefix-LM: keys before each row's prefix (p/4) seen by every
+//            query, causal after it: masked_fill(!((ki < prefix) || (ki <= qi)))
+//   chunked  causal within chunks of p/8 positions (Llama 4's chunked local
+//            attention): masked_fill((qi / c != ki / c)), then causal_mask
 //
-//   dimsum_variants VARIANT B P M H D [reps] [--out file.f32]
+//   dimsum_variants VARIANT B P M H D [reps] [--out file.f32] [--train]
 //
 // (M is unused: the inputs are q, k, v). Prints peak_extra_mib and
-// median_ms; --out writes z (b, p, h, d) as raw float32.
+// median_ms; --out writes z (b, p, h, d) as raw float32. With --train the
+// timed call is a training step of the attention core on grad::vars: the
+// forward on the tape (one fused node), then backward of sum(z * r) (r a
+// fixed input); the learned tensors (temp, ALiBi's slopes, sinks) are vars
+// too, and --out writes z, dq, dk, dv and then the learned tensor's
+// gradient, if any, as raw float32.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include <dimsum/dimsum.hpp>
+#include <dimsum/grad/grad.hpp>
 #include <dimsum/ops/alibi.hpp>
+#include <dimsum/ops/sink_softmax.hpp>
+#include <dimsum/ops/with_derivative.hpp>
 #include <dimsum/ops/window_mask.hpp>
 
 #include "inputs.hpp"
@@ -38,18 +57,59 @@ DIMSUM_DIM(kv_heads);
 DIMSUM_DIM(group);
 DIMSUM_DIM(d_head);
 
+using qkv_t = tensor<float, batch, q_posn, nheads, d_head>;
+using kv_t = tensor<float, batch, k_posn, nheads, d_head>;
+using head_t = tensor<float, nheads>;
+
+// One training step of the variant's attention core (see the file's
+// comment), timed as bench::time_and_write times a forward.
+template <class Core>
+int train(const bench::peer_args& args, const std::string& variant, const qkv_t& q0, const kv_t& k0, const kv_t& v0,
+          const head_t& temp0, const head_t& slopes0, const head_t& sinks0, Core& core) {
+  const bench::attention_shape s = args.shape;
+  const std::size_t n = s.b * s.p * s.h * s.d;
+  const auto r = bench::from(bench::make_input(n, 4, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d}));
+  std::vector<float> out;
+  bool capture = false;
+  auto step = [&] {
+    dimsum::grad::tape t;
+    auto q = t.watch(q0);
+    auto k = t.watch(k0);
+    auto v = t.watch(v0);
+    auto temp = t.watch(temp0);
+    auto slopes = t.watch(slopes0);
+    auto sinks = t.watch(sinks0);
+    auto z = core(q, k, v, temp, slopes, sinks);
+    t.backward(dimsum::sum<batch, q_posn, nheads, d_head>(z * r));
+    if (!capture) return;
+    out.clear();
+    auto put = [&](const auto& x) { out.insert(out.end(), x.data(), x.data() + x.size()); };
+    put(z.value());
+    put(gradient(q));
+    put(gradient(k));
+    put(gradient(v));
+    if (variant == "temperature") put(gradient(temp));
+    if (variant == "alibi") put(gradient(slopes));
+    if (variant == "sinks") put(gradient(sinks));
+  };
+  capture = true;  // the outputs of one step, written by --out
+  step();
+  capture = false;
+  return bench::time_and_write(args, step, [&] { return out.data(); }, out.size());
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string variant = argv[1];
   const bench::peer_args args = bench::parse_args(argc - 1, argv + 1);
   if (!args.ok) return 2;
+  bool train_mode = false;
+  for (int i = 2; i < argc; ++i) train_mode = train_mode || std::strcmp(argv[i], "--train") == 0;
   const bench::attention_shape s = args.shape;
   std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   const std::size_t n = s.b * s.p * s.h * s.d;
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();
-  using qkv_t = tensor<float, batch, q_posn, nheads, d_head>;
-  using kv_t = tensor<float, batch, k_posn, nheads, d_head>;
   const auto q = bench::from(bench::make_input(n, 1, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d}));
   const auto k = bench::from(bench::make_input(n, 2, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
   const auto v = bench::from(bench::make_input(n, 3, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
@@ -74,36 +134,91 @@ int main(int argc, char** argv) {
   tensor<int, batch, posn> doc(batch{s.b}, posn{s.p});
   for (std::size_t b = 0; b < s.b; ++b)
     for (std::size_t i = 0; i < s.p; ++i) doc(batch{b}, posn{i}) = int(i / (s.p / 8));
+  // Position ids (for the prefix-LM and chunked masks) and each row's prefix.
+  tensor<int, batch, posn> pos(batch{s.b}, posn{s.p});
+  for (std::size_t b = 0; b < s.b; ++b)
+    for (std::size_t i = 0; i < s.p; ++i) pos(batch{b}, posn{i}) = int(i);
+  tensor<int, batch> prefix(batch{s.b});
+  for (std::size_t b = 0; b < s.b; ++b) prefix(batch{b}) = int(s.p / 4);
+  const int chunk = int(std::max<std::size_t>(s.p / 8, 1));
+  const auto qi = dimsum::rename<posn, q_posn>(pos);
+  const auto ki = dimsum::rename<posn, k_posn>(pos);
+  // Learned tensors, one value per head (constants here, vars with --train).
+  tensor<float, nheads> temp(nheads{s.h}), sinks(nheads{s.h});
+  for (std::size_t h = 0; h < s.h; ++h) {
+    temp(nheads{h}) = 1.0f + 0.05f * float(h);
+    sinks(nheads{h}) = -1.0f + 0.1f * float(h);
+  }
+  const auto slopes = dimsum::alibi_slopes<float>(nheads{s.h});
+  const auto cubic = dimsum::with_derivative([](float x) { return x + 0.01f * x * x * x; },
+                                             [](float x) { return 1.0f + 0.03f * x * x; });
+  // The variant's attention core on q, k, v (tensors or vars) and the
+  // learned tensors t, sl, sk (temperature, slopes, sinks: tensors or vars).
+  auto core = [&](const auto& q, const auto& k, const auto& v, const auto& t, const auto& sl, const auto& sk) {
+    auto sc = [&] {
+      return einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale;
+    };
+    auto att = [&](auto&& w) {
+      return einsum<batch, q_posn, nheads, d_head>(std::forward<decltype(w)>(w), v);  // operands' dims in any order
+    };
+    using dimsum::causal_mask;
+    using dimsum::masked_fill;
+    using dimsum::softmax;
+    const std::string& x = variant;
+    // Every variant's result as one type: the output tensor, or a var on the tape.
+    using R = std::conditional_t<std::is_same_v<std::remove_cvref_t<decltype(q)>, qkv_t>, qkv_t,
+                                 dimsum::grad::var<float, batch, q_posn, nheads, d_head>>;
+    auto fused = [](auto&& e) -> R {
+      static_assert(dimsum::uses_fused_attention_v<std::remove_cvref_t<decltype(e)>>);
+      return R(std::forward<decltype(e)>(e));
+    };
+    if (x == "window") return fused(att(softmax<k_posn>(dimsum::window_mask<q_posn, k_posn>(sc(), 256, -inf))));
+    if (x == "alibi")
+      return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(
+          sc() + dimsum::outer(sl, dimsum::relative_positions<float>(q_posn{s.p}, k_posn{s.p})), -inf))));
+    if (x == "padding")
+      return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(dimsum::where(keep, sc(), -inf), -inf))));
+    if (x == "document")
+      return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(
+          masked_fill(sc(), dimsum::rename<posn, q_posn>(doc) != dimsum::rename<posn, k_posn>(doc), -inf), -inf))));
+    if (x == "softcap")
+      return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(50.0f * dimsum::tanh(sc() / 50.0f), -inf))));
+    if (x == "temperature") return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(sc() * t, -inf))));
+    if (x == "sinks") return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(sc(), -inf), sk)));
+    if (x == "map") return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(dimsum::map(cubic, sc()), -inf))));
+    if (x == "prefix") return fused(att(softmax<k_posn>(masked_fill(sc(), !((ki < prefix) || (ki <= qi)), -inf))));
+    if (x == "chunked")
+      return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(masked_fill(sc(), qi / chunk != ki / chunk, -inf), -inf))));
+    return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(sc(), -inf))));  // causal
+  };
+  if (train_mode) return train(args, variant, q, k, v, temp, slopes, sinks, core);
+
   // GQA: q's heads split as (kv_heads group), 4 key/value heads.
-  const std::size_t kvh = 4, g = s.h / kvh;
+  const std::size_t kvh = 4, g = variant == "gqa" ? s.h / kvh : 0;  // the gqa inputs are empty otherwise
+  if (variant == "gqa" && s.h % kvh != 0) {
+    std::fprintf(stderr, "gqa needs a multiple of %zu heads\n", kvh);
+    return 2;
+  }
   using gq_t = tensor<float, batch, q_posn, kv_heads, group, d_head>;
   using gkv_t = tensor<float, batch, k_posn, kv_heads, d_head>;
-  const std::size_t nkv = s.b * s.p * kvh * s.d;
-  const auto gq = bench::from(bench::make_input(n, 1, 1.0), gq_t(batch{s.b}, q_posn{s.p}, kv_heads{kvh}, group{g}, d_head{s.d}));
+  const std::size_t nkv = g == 0 ? 0 : s.b * s.p * kvh * s.d;
+  const auto gq = bench::from(bench::make_input(g == 0 ? 0 : n, 1, 1.0), gq_t(batch{s.b}, q_posn{s.p}, kv_heads{kvh}, group{g}, d_head{s.d}));
   const auto gk = bench::from(bench::make_input(nkv, 2, 1.0), gkv_t(batch{s.b}, k_posn{s.p}, kv_heads{kvh}, d_head{s.d}));
   const auto gv = bench::from(bench::make_input(nkv, 3, 1.0), gkv_t(batch{s.b}, k_posn{s.p}, kv_heads{kvh}, d_head{s.d}));
   gq_t gz(batch{s.b}, q_posn{s.p}, kv_heads{kvh}, group{g}, d_head{s.d});
 
   auto forward = [&] {
-    if (variant == "causal") {
-      attend(dimsum::causal_mask<q_posn, k_posn>(scores(), -inf));
-    } else if (variant == "window") {
-      attend(dimsum::window_mask<q_posn, k_posn>(scores(), 256, -inf));
-    } else if (variant == "alibi") {
+    if (variant == "alibi") {  // ALiBi's own lazy bias: slopes and distances, no table
       attend(dimsum::causal_mask<q_posn, k_posn>(scores() + bias, -inf));
-    } else if (variant == "padding") {
-      attend(dimsum::causal_mask<q_posn, k_posn>(dimsum::where(keep, scores(), -inf), -inf));
-    } else if (variant == "document") {
-      attend(dimsum::causal_mask<q_posn, k_posn>(
-          dimsum::masked_fill(scores(), dimsum::rename<posn, q_posn>(doc) != dimsum::rename<posn, k_posn>(doc), -inf),
-          -inf));
-    } else {  // gqa
+    } else if (variant == "gqa") {
       auto sc = einsum<"batch q_posn kv_heads group d_head, batch k_posn kv_heads d_head -> batch kv_heads group q_posn k_posn">(
           gq, gk);
       auto e = einsum<"batch kv_heads group q_posn k_posn, batch k_posn kv_heads d_head -> batch q_posn kv_heads group d_head">(
           dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(std::move(sc) * scale, -inf)), gv);
       static_assert(dimsum::uses_fused_attention_v<decltype(e)>);
       gz = std::move(e);
+    } else {
+      z = core(q, k, v, temp, slopes, sinks);
     }
   };
   return bench::time_and_write(args, forward, [&] { return variant == "gqa" ? gz.data() : z.data(); }, n);

@@ -3,7 +3,12 @@ masked_fill, softmax; repeat_interleave for grouped-query heads), the peer of
 bench/peers/dimsum_variants.cpp in `bench/compare --variants`; and the same
 code in float64 as the reference. Inputs follow bench/peers/inputs.hpp.
 
-    /usr/bin/python3 torch_variants.py VARIANT B P M H D [reps] [--out file.f32]
+    /usr/bin/python3 torch_variants.py VARIANT B P M H D [reps] [--out file.f32] [--train]
+
+With --train the timed call is a training step of the attention core with
+autograd: the forward, then backward of (z * r).sum() (r a fixed input), the
+learned tensors (temp, ALiBi's slopes, sinks) requiring gradients too;
+--out writes z, dq, dk, dv and then the learned tensor's gradient, if any.
 """
 import math
 import os
@@ -27,37 +32,72 @@ def alibi_slopes(n):
     return s + power_of_two(2 * m)[0::2][: n - m]
 
 
+LEARNED = {"temperature": "temp", "alibi": "slopes", "sinks": "sinks"}  # variant: its learned tensor
+
+
 def inputs(variant, b, p, h, d, dtype=torch.float32):
     t = lambda a, *shape: torch.from_numpy(a.reshape(shape)).to(dtype)
     kvh = KV_HEADS if variant == "gqa" else h
     return dict(q=t(make(b * p * h * d, 1, 1.0), b, p, h, d),
                 k=t(make(b * p * kvh * d, 2, 1.0), b, p, kvh, d),
                 v=t(make(b * p * kvh * d, 3, 1.0), b, p, kvh, d),
+                r=t(make(b * p * h * d, 4, 1.0), b, p, h, d),
                 slopes=torch.tensor(alibi_slopes(h), dtype=dtype),
+                temp=torch.tensor([1.0 + 0.05 * i for i in range(h)], dtype=torch.float32).to(dtype),
+                sinks=torch.tensor([-1.0 + 0.1 * i for i in range(h)], dtype=torch.float32).to(dtype),
                 keep=torch.arange(p).expand(b, p) < p - p // 8,
-                doc=(torch.arange(p) // (p // 8)).expand(b, p))
+                doc=(torch.arange(p) // (p // 8)).expand(b, p),
+                prefix=torch.full((b,), p // 4))
 
 
 def forward(variant, w):
     q, k, v = w["q"], w["k"], w["v"]
-    p, d = q.shape[1], q.shape[-1]
+    b, p, h, d = q.shape
     if variant == "gqa":
         k = k.repeat_interleave(q.shape[2] // k.shape[2], dim=2)
         v = v.repeat_interleave(q.shape[2] // v.shape[2], dim=2)
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)
-    causal = torch.triu(torch.ones(p, p, dtype=torch.bool), diagonal=1)
+    qi, ki = torch.arange(p)[:, None], torch.arange(p)[None, :]
+    masked = ki > qi  # causal
     if variant == "window":
-        causal = causal | torch.tril(torch.ones(p, p, dtype=torch.bool), diagonal=-WINDOW)
+        masked = masked | (ki <= qi - WINDOW)
     if variant == "alibi":
-        distance = (torch.arange(p)[None, :] - torch.arange(p)[:, None]).to(scores.dtype)
-        scores = scores + w["slopes"][:, None, None] * distance
+        scores = scores + w["slopes"][:, None, None] * (ki - qi).to(scores.dtype)
     if variant == "padding":
         scores = scores.masked_fill(~w["keep"][:, None, None, :], float("-inf"))
     if variant == "document":  # packed documents: each attends within itself
         doc = w["doc"]
         scores = scores.masked_fill(doc[:, None, :, None] != doc[:, None, None, :], float("-inf"))
-    scores = scores.masked_fill(causal, float("-inf"))
-    return torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v)
+    if variant == "softcap":  # Gemma 2
+        scores = 50 * torch.tanh(scores / 50)
+    if variant == "temperature":
+        scores = scores * w["temp"][None, :, None, None]
+    if variant == "map":
+        scores = scores + 0.01 * scores**3
+    if variant == "prefix":  # bidirectional over each row's prefix, causal after it
+        masked = ~((ki[None] < w["prefix"][:, None, None]) | (ki <= qi)[None])[:, None]
+    if variant == "chunked":  # causal within chunks of p/8 positions
+        c = max(p // 8, 1)
+        masked = masked | (qi // c != ki // c)
+    scores = scores.masked_fill(masked, float("-inf"))
+    if variant == "sinks":  # gpt-oss: a sink logit per head in the denominator, its weight dropped
+        sink = w["sinks"].reshape(1, -1, 1, 1).expand(b, -1, p, 1)
+        weights = torch.cat([scores, sink], dim=-1).softmax(-1)[..., :-1]
+    else:
+        weights = scores.softmax(-1)
+    return torch.einsum("bhqk,bkhd->bqhd", weights, v)
+
+
+def train_step(variant, w):
+    """z and the gradients of (z * r).sum(): dq, dk, dv, then the learned tensor's."""
+    leaves = ["q", "k", "v"] + ([LEARNED[variant]] if variant in LEARNED else [])
+    x = dict(w)
+    for n in leaves:
+        x[n] = w[n].detach().requires_grad_(True)
+    with torch.enable_grad():  # timed() runs under no_grad
+        z = forward(variant, x)
+        (z * w["r"]).sum().backward()
+    return torch.cat([z.detach().reshape(-1)] + [x[n].grad.reshape(-1) for n in leaves])
 
 
 def main():
@@ -68,7 +108,7 @@ def main():
     out = rest[rest.index("--out") + 1] if "--out" in rest else None
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     w = inputs(variant, b, p, h, d)
-    run = lambda: forward(variant, w)
+    run = (lambda: train_step(variant, w)) if "--train" in rest else (lambda: forward(variant, w))
     print(f"kernel={kernel()}")
     y = timed(run, reps)
     if out:
