@@ -5,6 +5,10 @@ the square GEMM C = A @ B of bench/compare as one torch.mm.
 
     /usr/bin/python3 torch_attention.py einsum|best B P M H D [reps] [--out file.f32]
     /usr/bin/python3 torch_attention.py gemm N [reps] [--out file.f32]
+    /usr/bin/python3 torch_attention.py gemm_bf16|gemm_bf16_f32 N [reps] [--out file.f32]
+
+gemm_bf16: the GEMM's inputs rounded to bfloat16 and multiplied in bfloat16
+(torch.mm: a bf16 C); gemm_bf16_f32: the same rounded values in float32.
 
 Prints peak_extra_mib=<x> and median_ms=<x>. Inputs follow
 bench/peers/inputs.hpp exactly. Threads follow OMP_NUM_THREADS
@@ -139,7 +143,7 @@ def timed(run, reps):
 
 def main():
     impl = sys.argv[1]
-    nsizes = 1 if impl == "gemm" else 5
+    nsizes = 1 if impl.startswith("gemm") else 5
     sizes = [int(a) for a in sys.argv[2:2 + nsizes]]
     rest = sys.argv[2 + nsizes:]
     reps = int(rest[0]) if rest and not rest[0].startswith("-") else 5
@@ -148,6 +152,11 @@ def main():
     if impl == "gemm":
         a, b = (torch.from_numpy(x) for x in gemm_inputs(*sizes))
         run = lambda: torch.mm(a, b)
+    elif impl in ("gemm_bf16", "gemm_bf16_f32"):  # bf16 operands; bf16 C, or float32 on the same values
+        a, b = (torch.from_numpy(x).to(torch.bfloat16) for x in gemm_inputs(*sizes))
+        if impl == "gemm_bf16_f32":
+            a, b = a.float(), b.float()
+        run = lambda: torch.mm(a, b)
     else:
         w = inputs(*sizes)
         pre = prepare_best(w) if impl == "best" else None
@@ -155,7 +164,7 @@ def main():
     print(f"kernel={kernel()}")
     y = timed(run, reps)
     if out:
-        y.numpy().astype(np.float32).tofile(out)
+        y.float().numpy().astype(np.float32).tofile(out)
 
 
 if __name__ == "__main__":
