@@ -130,7 +130,13 @@ struct bf16_dot_kernel {
       a += MR * 4;
       pb += 2 * nr;
     }
-    store(acc, t);
+    // store() gets a copy: with acc's own address passed out, g++ -O2 took
+    // acc as escaped memory that the loop's loads might read (the
+    // intrinsics' vector types alias anything) and stored all 24
+    // accumulators on every pair of k (half the kernel's speed).
+    __m512 out[MR][NV];
+    unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { out[i][v] = acc[i][v]; }); });
+    store(out, t);
   }
 
  private:
