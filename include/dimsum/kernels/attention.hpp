@@ -16,7 +16,10 @@
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
 /// before its first row's window) are skipped, and so are the blocks a
-/// boolean mask sends wholly to -inf (`block_mask`, built once per call).
+/// boolean mask sends wholly to -inf (`block_mask`, built once per call;
+/// decoding rows too). A boolean mask is read in place from memory or
+/// evaluated a tile at a time from a mask source (`score_stage`), so its
+/// extra memory is one tile per thread.
 /// Q·Kᵀ and P·V run
 /// on the GEMM micro-kernel, so raw scores are bit-identical to the unfused
 /// einsum's (except for at most `few_rows` query rows, incremental
@@ -135,7 +138,7 @@ struct score_bias {
 /// mask stage masks anywhere: no per-element mask read) and the other
 /// computed blocks `masked` (a tile holds several blocks: one partial block
 /// makes the whole tile read its masks, and the backward computes the empty
-/// blocks at the start of a key tile that other blocks of it need). Blocks
+/// blocks between live blocks of a key tile). Blocks
 /// outside the key range a causal or window stage keeps are not counted
 /// (that range skips them). For tests and tuning: set
 /// `attention_args::tile_counts`; each pass (forward, backward) adds.

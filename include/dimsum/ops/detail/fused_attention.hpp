@@ -145,7 +145,6 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
   // memory, else a mask source over its evaluator, alive while g runs (an
   // expression whose evaluator cannot be copied is materialised).
   auto with_mask = [&]<bool Negate>(std::bool_constant<Negate>, const auto& mask, T value, auto&& g) {
-    using M = bare<decltype(mask)>;
     using Ev = decltype(mask.template evaluator<Root>());
     if constexpr (!Negate && requires { mask.data(); mask.strides(); }) {
       push_mask(materialize(mask), value);
@@ -157,7 +156,7 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
         push_mask(materialize(mask), value);
       g();
     } else {
-      using ML = dims_of_t<M>;
+      using ML = dims_of_t<decltype(mask)>;
       mask_rows<Ev, Root::size, Negate> rows{mask.template evaluator<Root>()};
       kernels::score_stage<T>& st = push(kernels::score_op::mask, value);
       // the notional strides of a contiguous mask over the dims it has (0
