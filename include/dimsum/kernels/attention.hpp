@@ -423,7 +423,9 @@ void mask_views(const attention_args<T>& a, flag_view* views, bool* flags, std::
 /// `cols` keys of each batch index is classified once as empty, full or
 /// partial. A block is empty when the mask stages whose masked scores end
 /// up -inf (`masked_keys_vanish`) together mask all of it, full when no
-/// mask stage masks any of it. Batch indices whose masks are the same (a
+/// mask stage masks any of it; a block outside the keys the causal or
+/// window stages whose masked scores vanish keep for every row of it is
+/// empty without reading the masks. Batch indices whose masks are the same (a
 /// mask broadcast over heads, stride 0) share one classification. The cost
 /// is one read (or, for a mask source, one evaluation) of each flag,
 /// against Q·Kᵀ's and P·V's d multiply-adds per score; a source's flags
@@ -438,14 +440,16 @@ struct block_mask {
 
   block_mask() = default;
   block_mask(const attention_args<T>& a, std::size_t rows_, std::size_t cols_) : rows(rows_), cols(cols_) {
-    bool vanish[max_score_stages] = {}, any_mask = false;
+    bool vanish[max_score_stages] = {}, causal_vanish[max_score_stages] = {}, any_mask = false;
     std::size_t n_vanish = 0;
-    for (std::size_t s = 0; s < a.n_stages; ++s)
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      if (a.stages[s].op == score_op::causal) causal_vanish[s] = masked_keys_vanish(a, s);
       if (a.stages[s].op == score_op::mask) {
         any_mask = true;
         vanish[s] = masked_keys_vanish(a, s);
         n_vanish += vanish[s];
       }
+    }
     if (!any_mask || a.nq == 0 || a.nk == 0) return;
     std::vector<unsigned char> scratch(std::max<std::size_t>(mask_sources(a), 1) * rows * cols);
     bool* flags = reinterpret_cast<bool*>(scratch.data());  // 0 is false: bool's object representation
@@ -465,10 +469,17 @@ struct block_mask {
       }
       slot[bi] = seen.size() * per;
       seen.push_back(off);
-      for (std::size_t qb = 0; qb < q_blocks; ++qb)
+      for (std::size_t qb = 0; qb < q_blocks; ++qb) {
+        const std::size_t i0 = qb * rows, nr = std::min(rows, a.nq - i0);
+        // blocks outside the causal or window range of every row of the
+        // block row are -inf there whatever the masks say: not evaluated
+        const key_range kept = kept_keys(a, causal_vanish, i0, i0 + nr - 1);
         for (std::size_t kb = 0; kb < k_blocks; ++kb) {
-          const std::size_t i0 = qb * rows, j0 = kb * cols;
-          const std::size_t nr = std::min(rows, a.nq - i0), n = std::min(cols, a.nk - j0);
+          const std::size_t j0 = kb * cols, n = std::min(cols, a.nk - j0);
+          if (j0 >= kept.hi || j0 + n <= kept.lo) {
+            kinds.push_back(block_kind::empty);
+            continue;
+          }
           flag_view view[max_score_stages];
           mask_views(a, view, flags, rows * cols, bi, i0, nr, j0, n);
           bool empty = false, full = true, some = false;  // some: a vanishing stage masks a score here
@@ -484,6 +495,7 @@ struct block_mask {
           if (!empty && some && n_vanish > 1) empty = covered(a, view, vanish, nr, n);
           kinds.push_back(empty ? block_kind::empty : full ? block_kind::full : block_kind::partial);
         }
+      }
     }
   }
 
