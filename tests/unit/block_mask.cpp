@@ -43,60 +43,14 @@
 #include "golden.hpp"
 #include "support.hpp"
 
-// The largest heap allocation made while `watching` is set, so a test can
-// show that a mask costs no buffer of the scores' size. Not under
-// AddressSanitizer or ThreadSanitizer, which must own operator new.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DIMSUM_TEST_WATCH_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DIMSUM_TEST_WATCH_ALLOCATIONS 0
-#endif
-#endif
-#ifndef DIMSUM_TEST_WATCH_ALLOCATIONS
-#define DIMSUM_TEST_WATCH_ALLOCATIONS 1
-#endif
+// The largest heap allocation of a pass, so a test can show that a mask
+// costs no buffer of the scores' size.
+#include "heap_watch.hpp"
+
 // The sequence length of the allocation tests: under a sanitizer (no
 // allocation hook, unoptimised builds) only their results are checked, at
 // a quarter of the length.
-constexpr std::size_t watched_length = DIMSUM_TEST_WATCH_ALLOCATIONS ? 8192 : 2048;
-
-namespace {
-std::atomic<bool> watching{false};
-std::atomic<std::size_t> largest_allocation{0};
-void note_allocation(std::size_t n) {
-  if (!watching.load(std::memory_order_relaxed)) return;
-  std::size_t seen = largest_allocation.load(std::memory_order_relaxed);
-  while (n > seen && !largest_allocation.compare_exchange_weak(seen, n)) {
-  }
-}
-}  // namespace
-
-#if DIMSUM_TEST_WATCH_ALLOCATIONS
-// g++ cannot see that these replacements pair malloc with free consistently.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) {
-  note_allocation(n);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t al) {
-  note_allocation(n);
-  const std::size_t a = static_cast<std::size_t>(al);
-  if (void* p = std::aligned_alloc(a, (std::max<std::size_t>(n, 1) + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif  // DIMSUM_TEST_WATCH_ALLOCATIONS
+constexpr std::size_t watched_length = DIMSUM_TEST_COUNT_ALLOCATIONS ? 8192 : 2048;
 
 namespace {
 
@@ -577,12 +531,12 @@ TEST_CASE("block mask: a document mask expression allocates nothing of the score
   const FQ q = random_tensor(FQ(batch{1}, head{1}, q_posn{p}, d_head{4}), 11);
   const FK k = random_tensor(FK(batch{1}, head{1}, k_posn{p}, d_head{4}), 12);
   const FV v = random_tensor(FV(batch{1}, head{1}, k_posn{p}, d_value{4}), 13);
-  largest_allocation = 0;
-  watching = true;
+  heap_watch::largest = 0;
+  heap_watch::watching = true;
   const FO out = packed<true>(q, k, v, doc, -std::numeric_limits<float>::infinity());
-  watching = false;
-  INFO("largest allocation " << largest_allocation.load() << " bytes; a p x p bool mask is " << p * p);
-  if (DIMSUM_TEST_WATCH_ALLOCATIONS) CHECK(largest_allocation.load() < p * p / 32);
+  heap_watch::watching = false;
+  INFO("largest allocation " << heap_watch::largest.load() << " bytes; a p x p bool mask is " << p * p);
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(heap_watch::largest.load() < p * p / 32);
   // Rows at document starts, ends and inside, against plain loops.
   std::size_t bad = 0;
   for (std::size_t i : {std::size_t(0), p / 8 - 1, p / 8, p * 5 / 8 + 3, p - 1}) {
@@ -612,15 +566,15 @@ TEST_CASE("block mask: the kernels' mask source allocates nothing of the scores'
   const std::vector<std::size_t> doc = document_of_positions(std::vector<std::size_t>(8, p / 8));
   const predicate_source src{[&](std::size_t i, std::size_t j) { return doc[i] != doc[j]; }};
   kc.add_source(src);
-  largest_allocation = 0;
-  watching = true;
+  heap_watch::largest = 0;
+  heap_watch::watching = true;
   kc.forward(nullptr);
   kc.backward(nullptr);
-  watching = false;
+  heap_watch::watching = false;
   // The backward's scratch holds its packed operands, a few hundred bytes
   // per position (2.8 MB here); the mask would be 64 MiB.
-  INFO("largest allocation " << largest_allocation.load() << " bytes; a p x p bool mask is " << p * p);
-  if (DIMSUM_TEST_WATCH_ALLOCATIONS) CHECK(largest_allocation.load() < p * p / 16);
+  INFO("largest allocation " << heap_watch::largest.load() << " bytes; a p x p bool mask is " << p * p);
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(heap_watch::largest.load() < p * p / 16);
   CHECK(kc.bad_rows({0, p / 8 - 1, p / 8, p / 2 + 4, p - 1}, src.masked) == 0);
   // dQ of a row depends on its document only: finite everywhere
   std::size_t nonfinite = 0;

@@ -51,6 +51,16 @@ std::array<std::ptrdiff_t, N> strides_along(const M& m, const std::array<std::st
   return out;
 }
 
+/// The batch dims' entries of the root multi-index idx (batch dims, query,
+/// key) of flat batch index bi.
+template <std::size_t R>
+void batch_multi_index(std::size_t bi, const std::array<std::size_t, R - 2>& extents, std::size_t* idx) {
+  for (std::size_t d = R - 2; d-- > 0;) {
+    idx[d] = bi % extents[d];
+    bi /= extents[d];
+  }
+}
+
 /// The kernel's bias callback over an evaluator Ev of the bias in the
 /// dims Root (batch dims, query, key): seek the row, read the keys.
 template <class T, class Ev, std::size_t R>
@@ -61,10 +71,7 @@ struct bias_rows {
     const auto& self = *static_cast<const bias_rows*>(ctx);
     Ev ev = self.ev;  // evaluators keep a position: one copy per call, so threads share nothing
     std::size_t idx[R] = {};
-    for (std::size_t d = R - 2; d-- > 0;) {
-      idx[d] = bi % self.batch_extents[d];
-      bi /= self.batch_extents[d];
-    }
+    batch_multi_index<R>(bi, self.batch_extents, idx);
     idx[R - 2] = i;
     idx[R - 1] = j0;
     ev.seek(idx);
@@ -92,10 +99,7 @@ struct mask_rows {
     const auto& self = *static_cast<const mask_rows*>(ctx);
     Ev ev = self.ev;  // evaluators keep a position: one copy per call, so threads share nothing
     std::size_t idx[R] = {};
-    for (std::size_t d = R - 2; d-- > 0;) {
-      idx[d] = bi % self.batch_extents[d];
-      bi /= self.batch_extents[d];
-    }
+    batch_multi_index<R>(bi, self.batch_extents, idx);
     idx[R - 1] = j0;
     for (std::size_t r = 0; r < rows; ++r, out += n) {
       idx[R - 2] = i0 + r;
