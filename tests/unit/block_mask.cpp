@@ -12,13 +12,27 @@
 // read the mask. A query row whose keys are all masked keeps its meaning
 // (NaN with -inf, the fill's uniform weights with -1e9), and a NaN in V
 // under a skipped block still reaches the output (0 * NaN).
+// A mask expression is evaluated a tile at a time (a mask source): at
+// p = 8192 no allocation comes near the p x p bytes a materialised mask
+// would take (a replaced operator new watches them), in the einsum's
+// forward and in the kernels' forward and backward; a source gives the
+// results of the same mask in memory bit for bit. The backward skips empty
+// blocks at both ends of a key tile, decoding rows (at most four queries)
+// skip empty key blocks, and a block that two masks empty only together is
+// skipped: block counts against plain loops, outputs and dV against plain
+// loops and the unfused chain.
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
+#include <functional>
 #include <limits>
+#include <new>
 #include <random>
 #include <string>
 #include <utility>
@@ -28,6 +42,15 @@
 
 #include "golden.hpp"
 #include "support.hpp"
+
+// The largest heap allocation of a pass, so a test can show that a mask
+// costs no buffer of the scores' size.
+#include "heap_watch.hpp"
+
+// The sequence length of the allocation tests: under a sanitizer (no
+// allocation hook, unoptimised builds) only their results are checked, at
+// a quarter of the length.
+constexpr std::size_t watched_length = DIMSUM_TEST_COUNT_ALLOCATIONS ? 8192 : 2048;
 
 namespace {
 
@@ -357,5 +380,335 @@ TEST_CASE("block mask: the kernels skip the empty blocks of a document mask in b
   CHECK(bwd.unmasked.load() <= nh * eb.full);
   std::size_t bad_dv = 0;
   for (std::size_t x = 0; x < dv.size(); ++x) bad_dv += std::abs(dv[x] - dv_ref[x]) > 1e-4 * (1 + std::abs(dv_ref[x]));
+  CHECK(bad_dv == 0);
+}
+
+namespace {
+
+/// A mask as a kernel mask source: flag (i, j) is masked(i, j), the same
+/// for every batch index.
+struct predicate_source {
+  std::function<bool(std::size_t, std::size_t)> masked;
+  static void fill(const void* ctx, std::size_t, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t n,
+                   bool* out) {
+    const auto& self = *static_cast<const predicate_source*>(ctx);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t x = 0; x < n; ++x) out[r * n + x] = self.masked(i0 + r, j0 + x);
+  }
+};
+
+/// One fused attention by hand: nh heads, nq queries, nk keys, d = dk = dv,
+/// contiguous, scores scaled by 0.25, then the stages a test adds.
+struct kernel_case {
+  std::size_t nh, nq, nk, d;
+  std::vector<float> q, k, v, out, dout, lse, lse_low, dq, dk, dv;
+  kernels::attention_args<float> a;
+
+  kernel_case(std::size_t nh_, std::size_t nq_, std::size_t nk_, std::size_t d_, unsigned seed)
+      : nh(nh_), nq(nq_), nk(nk_), d(d_), q(nh * nq * d), k(nh * nk * d), v(nh * nk * d), out(nh * nq * d),
+        dout(nh * nq * d), lse(nh * nq), lse_low(nh * nq), dq(q.size()), dk(k.size()), dv(v.size()) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto* x : {&q, &k, &v, &dout})
+      for (float& y : *x) y = u(gen);
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.out = out.data();
+    a.nq = nq;
+    a.nk = nk;
+    a.dk = a.dv = d;
+    a.q_row = a.k_row = a.v_row = a.out_row = std::ptrdiff_t(d);
+    a.q_col = a.k_col = a.v_col = a.out_col = 1;
+    a.batch_rank = 1;
+    a.batch_extents[0] = nh;
+    a.q_batch[0] = a.out_batch[0] = std::ptrdiff_t(nq * d);
+    a.k_batch[0] = a.v_batch[0] = std::ptrdiff_t(nk * d);
+    a.n_stages = 1;
+    a.stages[0].op = kernels::score_op::multiply;
+    a.stages[0].value = 0.25f;
+    a.lse = lse.data();
+    a.lse_low = lse_low.data();
+  }
+  /// A mask stage (-inf where masked) reading `src`, one mask for every head.
+  void add_source(const predicate_source& src) {
+    kernels::score_stage<float>& st = a.stages[a.n_stages++];
+    st.op = kernels::score_op::mask;
+    st.value = -std::numeric_limits<float>::infinity();
+    st.mask_fill = &predicate_source::fill;
+    st.mask_ctx = &src;
+    st.mask_row = st.mask_col = 1;  // varies along queries and keys; mask_batch 0: shared by the heads
+  }
+  void forward(kernels::attention_tile_counts* counts) {
+    a.tile_counts = counts;
+    kernels::attention(a);
+  }
+  void backward(kernels::attention_tile_counts* counts) {
+    a.tile_counts = counts;
+    kernels::attention_grad_args<float> g;
+    g.fwd = &a;
+    g.lse = lse.data();
+    g.lse_low = lse_low.data();
+    g.dout = dout.data();
+    g.dq = dq.data();
+    g.dk = dk.data();
+    g.dv = dv.data();
+    kernels::attention_backward(g);
+  }
+  /// Output row i of head h (and its share of dV) in plain loops over the
+  /// keys `masked` keeps: NaN when it keeps none.
+  std::vector<double> reference_row(std::size_t h, std::size_t i, const std::function<bool(std::size_t, std::size_t)>& masked,
+                                    std::vector<double>* dv_ref = nullptr) const {
+    std::vector<double> sc(nk), o(d, 0.0);
+    double m = -std::numeric_limits<double>::infinity(), l = 0;
+    for (std::size_t j = 0; j < nk; ++j) {
+      double dot = 0;
+      for (std::size_t c = 0; c < d; ++c) dot += double(q[(h * nq + i) * d + c]) * k[(h * nk + j) * d + c];
+      sc[j] = 0.25 * dot;
+      if (!masked(i, j)) m = std::max(m, sc[j]);
+    }
+    if (m == -std::numeric_limits<double>::infinity()) return std::vector<double>(d, std::nan(""));
+    for (std::size_t j = 0; j < nk; ++j)
+      if (!masked(i, j)) {
+        const double e = std::exp(sc[j] - m);
+        l += e;
+        for (std::size_t c = 0; c < d; ++c) o[c] += e * v[(h * nk + j) * d + c];
+      }
+    for (std::size_t c = 0; c < d; ++c) o[c] /= l;
+    if (dv_ref != nullptr)
+      for (std::size_t j = 0; j < nk; ++j)
+        if (!masked(i, j))
+          for (std::size_t c = 0; c < d; ++c)
+            (*dv_ref)[(h * nk + j) * d + c] += std::exp(sc[j] - m) / l * dout[(h * nq + i) * d + c];
+    return o;
+  }
+  /// Output elements of the rows `rows` of every head that differ from the
+  /// plain loops (NaN must meet NaN).
+  std::size_t bad_rows(const std::vector<std::size_t>& rows, const std::function<bool(std::size_t, std::size_t)>& masked) const {
+    std::size_t bad = 0;
+    for (std::size_t h = 0; h < nh; ++h)
+      for (std::size_t i : rows) {
+        const std::vector<double> want = reference_row(h, i, masked);
+        for (std::size_t c = 0; c < d; ++c) {
+          const double got = out[(h * nq + i) * d + c];
+          bad += std::isnan(want[c]) ? !std::isnan(got) : !(std::abs(got - want[c]) <= 1e-5 * (1 + std::abs(want[c])));
+        }
+      }
+    return bad;
+  }
+};
+
+/// The blocks (rows x cols) of an nq x nk mask by kind, in plain loops:
+/// empty when every score is masked, full when none is.
+expected_blocks count_blocks(const std::function<bool(std::size_t, std::size_t)>& masked, std::size_t nq,
+                             std::size_t nk, std::size_t rows, std::size_t cols) {
+  expected_blocks e;
+  for (std::size_t i0 = 0; i0 < nq; i0 += rows)
+    for (std::size_t j0 = 0; j0 < nk; j0 += cols) {
+      std::size_t hits = 0, all = 0;
+      for (std::size_t i = i0; i < std::min(nq, i0 + rows); ++i)
+        for (std::size_t j = j0; j < std::min(nk, j0 + cols); ++j, ++all) hits += masked(i, j);
+      (hits == all ? e.empty : hits == 0 ? e.full : e.partial) += 1;
+    }
+  return e;
+}
+
+std::vector<std::size_t> document_of_positions(const std::vector<std::size_t>& lengths) {
+  std::vector<std::size_t> doc;
+  for (std::size_t x = 0; x < lengths.size(); ++x) doc.insert(doc.end(), lengths[x], x);
+  return doc;
+}
+
+}  // namespace
+
+TEST_CASE("block mask: a document mask expression allocates nothing of the scores' size (p = 8192)") {
+  using FQ = tensor<float, batch, head, q_posn, d_head>;
+  using FK = tensor<float, batch, head, k_posn, d_head>;
+  using FV = tensor<float, batch, head, k_posn, d_value>;
+  using FO = tensor<float, batch, head, q_posn, d_value>;
+  const std::size_t p = watched_length;
+  const auto doc = document_ids({std::vector<std::size_t>(8, p / 8)}, p);  // 8 documents
+  const FQ q = random_tensor(FQ(batch{1}, head{1}, q_posn{p}, d_head{4}), 11);
+  const FK k = random_tensor(FK(batch{1}, head{1}, k_posn{p}, d_head{4}), 12);
+  const FV v = random_tensor(FV(batch{1}, head{1}, k_posn{p}, d_value{4}), 13);
+  heap_watch::largest = 0;
+  heap_watch::watching = true;
+  const FO out = packed<true>(q, k, v, doc, -std::numeric_limits<float>::infinity());
+  heap_watch::watching = false;
+  INFO("largest allocation " << heap_watch::largest.load() << " bytes; a p x p bool mask is " << p * p);
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(heap_watch::largest.load() < p * p / 32);
+  // Rows at document starts, ends and inside, against plain loops.
+  std::size_t bad = 0;
+  for (std::size_t i : {std::size_t(0), p / 8 - 1, p / 8, p * 5 / 8 + 3, p - 1}) {
+    double m = -1e300, l = 0, o[4] = {};
+    std::vector<double> sc(p);
+    const std::size_t first = i / (p / 8) * (p / 8);
+    for (std::size_t j = first; j <= i; ++j) {
+      double dot = 0;
+      for (std::size_t c = 0; c < 4; ++c)
+        dot += double(q(batch{0}, head{0}, q_posn{i}, d_head{c})) * k(batch{0}, head{0}, k_posn{j}, d_head{c});
+      sc[j] = 0.5 * dot;
+      m = std::max(m, sc[j]);
+    }
+    for (std::size_t j = first; j <= i; ++j) {
+      l += std::exp(sc[j] - m);
+      for (std::size_t c = 0; c < 4; ++c) o[c] += std::exp(sc[j] - m) * v(batch{0}, head{0}, k_posn{j}, d_value{c});
+    }
+    for (std::size_t c = 0; c < 4; ++c)
+      bad += !(std::abs(out(batch{0}, head{0}, q_posn{i}, d_value{c}) - o[c] / l) <= 1e-5 * (1 + std::abs(o[c] / l)));
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("block mask: the kernels' mask source allocates nothing of the scores' size in either pass (p = 8192)") {
+  const std::size_t p = watched_length;
+  kernel_case kc(1, p, p, 4, 21);
+  const std::vector<std::size_t> doc = document_of_positions(std::vector<std::size_t>(8, p / 8));
+  const predicate_source src{[&](std::size_t i, std::size_t j) { return doc[i] != doc[j]; }};
+  kc.add_source(src);
+  heap_watch::largest = 0;
+  heap_watch::watching = true;
+  kc.forward(nullptr);
+  kc.backward(nullptr);
+  heap_watch::watching = false;
+  // The backward's scratch holds its packed operands, a few hundred bytes
+  // per position (2.8 MB here); the mask would be 64 MiB.
+  INFO("largest allocation " << heap_watch::largest.load() << " bytes; a p x p bool mask is " << p * p);
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(heap_watch::largest.load() < p * p / 16);
+  CHECK(kc.bad_rows({0, p / 8 - 1, p / 8, p / 2 + 4, p - 1}, src.masked) == 0);
+  // dQ of a row depends on its document only: finite everywhere
+  std::size_t nonfinite = 0;
+  for (float x : kc.dq) nonfinite += !std::isfinite(x);
+  for (float x : kc.dk) nonfinite += !std::isfinite(x);
+  CHECK(nonfinite == 0);
+}
+
+TEST_CASE("block mask: a mask source equals the mask in memory; the backward skips empty blocks at both ends of a key tile") {
+  const std::vector<std::size_t> lengths{100, 156, 200, 56};
+  const std::size_t p = 512, nh = 3;
+  const std::vector<std::size_t> doc = document_of_positions(lengths);
+  const predicate_source src{[&](std::size_t i, std::size_t j) { return doc[i] != doc[j]; }};
+  std::vector<char> flags(p * p);
+  for (std::size_t i = 0; i < p; ++i)
+    for (std::size_t j = 0; j < p; ++j) flags[i * p + j] = src.masked(i, j);
+
+  kernel_case in_memory(nh, p, p, 16, 9), from_source(nh, p, p, 16, 9);
+  kernels::score_stage<float>& st = in_memory.a.stages[in_memory.a.n_stages++];
+  st.op = kernels::score_op::mask;
+  st.value = -std::numeric_limits<float>::infinity();
+  st.mask = reinterpret_cast<const bool*>(flags.data());
+  st.mask_row = std::ptrdiff_t(p);
+  st.mask_col = 1;
+  from_source.add_source(src);
+  in_memory.forward(nullptr);
+  in_memory.backward(nullptr);
+  kernels::attention_tile_counts fwd, bwd;
+  from_source.forward(&fwd);
+  from_source.backward(&bwd);
+  // the same flags: the same arithmetic, bit for bit
+  CHECK(from_source.out == in_memory.out);
+  CHECK(from_source.lse == in_memory.lse);
+  CHECK(from_source.dq == in_memory.dq);
+  CHECK(from_source.dk == in_memory.dk);
+  CHECK(from_source.dv == in_memory.dv);
+
+  const expected_blocks ef = count_blocks(src.masked, p, p, fwd.rows, fwd.cols);
+  CHECK(fwd.skipped.load() == nh * ef.empty);
+  // The documents' keys are contiguous: a query tile's live keys are one
+  // range, so every empty block of a key tile leads or trails its live
+  // blocks, and the backward skips them all.
+  const expected_blocks eb = count_blocks(src.masked, p, p, bwd.rows, bwd.cols);
+  INFO("backward blocks " << bwd.rows << " x " << bwd.cols);
+  CHECK(eb.empty > 0);
+  CHECK(bwd.skipped.load() == nh * eb.empty);
+  CHECK(bwd.unmasked.load() + bwd.masked.load() == nh * (eb.full + eb.partial));
+  std::vector<double> dv_ref(from_source.dv.size());
+  std::vector<std::size_t> all_rows(p);
+  for (std::size_t i = 0; i < p; ++i) all_rows[i] = i;
+  CHECK(from_source.bad_rows(all_rows, src.masked) == 0);
+  for (std::size_t h = 0; h < nh; ++h)
+    for (std::size_t i = 0; i < p; ++i) from_source.reference_row(h, i, src.masked, &dv_ref);
+  std::size_t bad_dv = 0;
+  for (std::size_t x = 0; x < dv_ref.size(); ++x)
+    bad_dv += std::abs(from_source.dv[x] - dv_ref[x]) > 1e-4 * (1 + std::abs(dv_ref[x]));
+  CHECK(bad_dv == 0);
+}
+
+TEST_CASE("block mask: decoding rows skip the key blocks a mask empties") {
+  // Three new queries against 1000 cached keys of three documents; the
+  // third query's document has no key (-inf everywhere: NaN).
+  const std::size_t nq = 3, nk = 1000, nh = 2;
+  const std::vector<std::size_t> doc_k = document_of_positions({300, 450, 250});
+  const std::vector<std::size_t> doc_q{1, 2, 7};
+  const predicate_source src{[&](std::size_t i, std::size_t j) { return doc_q[i] != doc_k[j]; }};
+  kernel_case kc(nh, nq, nk, 8, 31);
+  kc.add_source(src);
+  kernels::attention_tile_counts counts;
+  kc.forward(&counts);
+  CHECK(counts.rows == 1);
+  const expected_blocks e = count_blocks(src.masked, nq, nk, counts.rows, counts.cols);
+  INFO("blocks " << counts.rows << " x " << counts.cols);
+  CHECK(e.empty > 0);
+  CHECK(counts.skipped.load() == nh * e.empty);
+  CHECK(counts.unmasked.load() + counts.masked.load() == nh * (e.full + e.partial));
+  CHECK(counts.unmasked.load() > 0);
+  CHECK(kc.bad_rows({0, 1, 2}, src.masked) == 0);
+  CHECK(std::isnan(kc.out[2 * kc.d]));  // query 2 keeps no key
+
+  // A NaN in V at a key of the first document, in blocks skipped for every
+  // query, still reaches their outputs (0 * NaN) in that column only.
+  kc.v[10 * kc.d + 3] = std::numeric_limits<float>::quiet_NaN();
+  kc.forward(nullptr);
+  CHECK(std::isnan(kc.out[0 * kc.d + 3]));
+  CHECK(std::isnan(kc.out[1 * kc.d + 3]));
+  CHECK(std::isfinite(kc.out[0 * kc.d + 2]));
+  CHECK(std::isfinite(kc.out[1 * kc.d + 2]));
+}
+
+TEST_CASE("block mask: decoding through the einsum with a document mask expression equals the unfused chain") {
+  const std::size_t nk = 300;
+  tensor<int, batch, posn> doc_k = document_ids({{100, 120, 80}, {50, 250}}, nk);
+  tensor<int, batch, posn> doc_q(batch{2}, posn{2});
+  doc_q(batch{0}, posn{0}) = 1;
+  doc_q(batch{0}, posn{1}) = 2;
+  doc_q(batch{1}, posn{0}) = 1;
+  doc_q(batch{1}, posn{1}) = 0;
+  const QT q = random_tensor(QT(batch{2}, head{2}, q_posn{2}, d_head{8}), 41);
+  const KT k = random_tensor(KT(batch{2}, head{2}, k_posn{nk}, d_head{8}), 42);
+  const VT v = random_tensor(VT(batch{2}, head{2}, k_posn{nk}, d_value{6}), 43);
+  auto fused = attend(masked_fill(scores(q, k) * 0.5, rename<posn, q_posn>(doc_q) != rename<posn, k_posn>(doc_k), ninf), v);
+  static_assert(uses_fused_attention_v<decltype(fused)>);
+  const tensor<double, batch, head, q_posn, k_posn> s = scores(q, k);
+  const OT unfused = attend(masked_fill(s * 0.5, rename<posn, q_posn>(doc_q) != rename<posn, k_posn>(doc_k), ninf), v);
+  CHECK(differ(OT(fused), unfused, 1e-12) == 0);
+}
+
+TEST_CASE("block mask: a block that two masks empty only together is skipped") {
+  // Keys from 128 on: the even query rows masked by one stage, the odd
+  // ones by the other; no block of several rows is empty under either alone.
+  const std::size_t p = 256, nh = 2;
+  const predicate_source even{[](std::size_t i, std::size_t j) { return j >= 128 && i % 2 == 0; }};
+  const predicate_source odd{[](std::size_t i, std::size_t j) { return j >= 128 && i % 2 == 1; }};
+  auto either = [&](std::size_t i, std::size_t j) { return even.masked(i, j) || odd.masked(i, j); };
+  kernel_case kc(nh, p, p, 8, 51);
+  kc.add_source(even);
+  kc.add_source(odd);
+  kernels::attention_tile_counts fwd, bwd;
+  kc.forward(&fwd);
+  kc.backward(&bwd);
+  const expected_blocks ef = count_blocks(either, p, p, fwd.rows, fwd.cols);
+  CHECK(ef.empty > 0);
+  CHECK(count_blocks([&](std::size_t i, std::size_t j) { return even.masked(i, j); }, p, p, fwd.rows, fwd.cols).empty == 0);
+  CHECK(fwd.skipped.load() == nh * ef.empty);
+  const expected_blocks eb = count_blocks(either, p, p, bwd.rows, bwd.cols);
+  CHECK(bwd.skipped.load() == nh * eb.empty);
+  std::vector<std::size_t> rows(p);
+  for (std::size_t i = 0; i < p; ++i) rows[i] = i;
+  CHECK(kc.bad_rows(rows, either) == 0);
+  std::vector<double> dv_ref(kc.dv.size());
+  for (std::size_t h = 0; h < nh; ++h)
+    for (std::size_t i = 0; i < p; ++i) kc.reference_row(h, i, either, &dv_ref);
+  std::size_t bad_dv = 0;
+  for (std::size_t x = 0; x < dv_ref.size(); ++x) bad_dv += std::abs(kc.dv[x] - dv_ref[x]) > 1e-4 * (1 + std::abs(dv_ref[x]));
   CHECK(bad_dv == 0);
 }

@@ -25,48 +25,8 @@
 
 #include "arch_paths.hpp"
 
-// Counts heap allocations so a test can show the kernel makes none. Not
-// under AddressSanitizer or ThreadSanitizer, which must own operator new.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef DIMSUM_TEST_COUNT_ALLOCATIONS
-#define DIMSUM_TEST_COUNT_ALLOCATIONS 1
-#endif
-
-namespace {
-std::atomic<long> heap_allocations{0};
-}
-
-#if DIMSUM_TEST_COUNT_ALLOCATIONS
-// g++ cannot see that these replacements pair malloc with free consistently.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) {
-  ++heap_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t al) {
-  ++heap_allocations;
-  const std::size_t a = static_cast<std::size_t>(al);
-  if (void* p = std::aligned_alloc(a, (std::max<std::size_t>(n, 1) + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif  // DIMSUM_TEST_COUNT_ALLOCATIONS
+// Counts heap allocations so a test can show the kernel makes none.
+#include "heap_watch.hpp"
 
 namespace {
 
@@ -736,16 +696,16 @@ TEST_CASE("kernels/gemm: no heap allocation for small problems, none after warm-
   // The seed attention's score shape: (b h) q_posn k_posn <- d_head.
   auto small = make_problem<float>(shape{{{12, 2}, {20}, {20}, {10}}}, {});
   auto args = small.args();
-  long before = heap_allocations.load();
+  long before = heap_watch::allocations.load();
   dk::contract(args);
-  CHECK(heap_allocations.load() - before == 0);
+  CHECK(heap_watch::allocations.load() - before == 0);
 
   auto large = make_problem<float>(mnk(300, 300, 300), {});
   auto big = large.args();
   dk::contract(big);  // grows this thread's packing buffer once
-  before = heap_allocations.load();
+  before = heap_watch::allocations.load();
   dk::contract(big);
-  CHECK(heap_allocations.load() - before == 0);
+  CHECK(heap_watch::allocations.load() - before == 0);
   CHECK(mismatches(large) == 0);
 }
 

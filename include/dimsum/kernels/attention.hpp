@@ -16,7 +16,10 @@
 /// (online softmax) and a BR x dv accumulator. Keys a causal or window
 /// stage sends to -inf for every row of a query tile (past its last row,
 /// before its first row's window) are skipped, and so are the blocks a
-/// boolean mask sends wholly to -inf (`block_mask`, built once per call).
+/// boolean mask sends wholly to -inf (`block_mask`, built once per call;
+/// decoding rows too). A boolean mask is read in place from memory or
+/// evaluated a tile at a time from a mask source (`score_stage`), so its
+/// extra memory is one tile per thread.
 /// Q·Kᵀ and P·V run
 /// on the GEMM micro-kernel, so raw scores are bit-identical to the unfused
 /// einsum's (except for at most `few_rows` query rows, incremental
@@ -78,9 +81,23 @@ struct score_stage {
   // keys j with i + offset - window < j <= i + offset. A causal mask is
   // the unbounded window with offset 0, so one mechanism serves both.
   std::size_t window = unbounded_window, offset = 0;
-  const bool* mask = nullptr;  // score_op::mask only
+  // score_op::mask: the flags, true where the score is replaced, either in
+  // memory (`mask`, read in place with the strides below) or from a mask
+  // source (`mask_fill`, when `mask` is null): mask_fill(mask_ctx, bi, i0,
+  // rows, j0, n, out) writes the flags of batch index bi, query rows
+  // [i0, i0 + rows) by keys [j0, j0 + n) row-major into out (row stride n),
+  // so the kernels evaluate a boolean expression a block at a time into
+  // their own scratch and never hold the whole mask. For a source the
+  // strides describe a notional layout: 0 where the flags do not vary (a
+  // batch dim the mask lacks, mask_row = 0 for a mask that is the same for
+  // every query row), anything else where they may; the kernels only test
+  // them for 0 and compare batch offsets (equal offsets, same flags).
+  const bool* mask = nullptr;
   std::array<std::ptrdiff_t, max_group_rank> mask_batch{};
   std::ptrdiff_t mask_row = 0, mask_col = 0;  // strides along i and j
+  void (*mask_fill)(const void* ctx, std::size_t bi, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t n,
+                    bool* out) = nullptr;
+  const void* mask_ctx = nullptr;
   // score_op::multiply by a per-batch-index factor (a per-head
   // temperature): when set, the value of batch index bi is
   // factor[batch_offset(factor_batch, bi)] and `value` is unused.
@@ -121,7 +138,7 @@ struct score_bias {
 /// mask stage masks anywhere: no per-element mask read) and the other
 /// computed blocks `masked` (a tile holds several blocks: one partial block
 /// makes the whole tile read its masks, and the backward computes the empty
-/// blocks at the start of a key tile that other blocks of it need). Blocks
+/// blocks between live blocks of a key tile). Blocks
 /// outside the key range a causal or window stage keeps are not counted
 /// (that range skips them). For tests and tuning: set
 /// `attention_args::tile_counts`; each pass (forward, backward) adds.
@@ -344,16 +361,77 @@ inline flag_scan scan_flags(const bool* m, std::ptrdiff_t rs, std::ptrdiff_t cs,
   return f;
 }
 
+/// The flags of one mask stage over a block of query rows by keys: flag
+/// (r, j) of the block at p[r * row + j * col].
+struct flag_view {
+  const bool* p = nullptr;
+  std::ptrdiff_t row = 0, col = 0;
+  bool operator()(std::size_t r, std::size_t j) const noexcept {
+    return p[static_cast<std::ptrdiff_t>(r) * row + static_cast<std::ptrdiff_t>(j) * col];
+  }
+};
+
+/// The flags of mask stage st for batch index bi, query rows [i0, i0 +
+/// rows) by keys [j0, j0 + n): read in place from a mask in memory, else
+/// written by the stage's source into `scratch` (rows * n flags; one row
+/// when the flags are the same for every query row).
+template <class T>
+flag_view mask_block(const attention_args<T>& a, const score_stage<T>& st, std::size_t bi, std::size_t i0,
+                     std::size_t rows, std::size_t j0, std::size_t n, bool* scratch) {
+  if (st.mask != nullptr)
+    return {st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i0) * st.mask_row +
+                static_cast<std::ptrdiff_t>(j0) * st.mask_col,
+            st.mask_row, st.mask_col};
+  const bool alike = st.mask_row == 0;
+  st.mask_fill(st.mask_ctx, bi, i0, alike ? 1 : rows, j0, n, scratch);
+  return {scratch, alike ? 0 : static_cast<std::ptrdiff_t>(n), 1};
+}
+
+/// Whether mask stage st replaces the score at (bi, i, j), one flag at a
+/// time (the plain loops' reader).
+template <class T>
+bool mask_at(const attention_args<T>& a, const score_stage<T>& st, std::size_t bi, std::size_t i, std::size_t j) {
+  bool flag = false;
+  return mask_block(a, st, bi, i, 1, j, 1, &flag)(0, 0);
+}
+
+/// How many mask stages read a source (each needs `per` flags of scratch).
+template <class T>
+std::size_t mask_sources(const attention_args<T>& a) {
+  std::size_t n = 0;
+  for (std::size_t s = 0; s < a.n_stages; ++s) n += a.stages[s].op == score_op::mask && a.stages[s].mask == nullptr;
+  return n;
+}
+
+/// The flags of every mask stage over query rows [i0, i0 + rows) by keys
+/// [j0, j0 + n) into views[s]; the sources write into `flags`, `per`
+/// flags each (per >= rows * n).
+template <class T>
+void mask_views(const attention_args<T>& a, flag_view* views, bool* flags, std::size_t per, std::size_t bi,
+                std::size_t i0, std::size_t rows, std::size_t j0, std::size_t n) {
+  std::size_t slot = 0;
+  for (std::size_t s = 0; s < a.n_stages; ++s) {
+    const score_stage<T>& st = a.stages[s];
+    if (st.op != score_op::mask) continue;
+    views[s] = mask_block(a, st, bi, i0, rows, j0, n, flags + slot * per);
+    slot += st.mask == nullptr;
+  }
+}
+
 /// The block mask of one fused attention call (FlexAttention's BlockMask,
 /// built from the boolean mask stages): each block of `rows` query rows by
 /// `cols` keys of each batch index is classified once as empty, full or
-/// partial. A block is empty when one mask stage whose masked scores end up
-/// -inf (`masked_keys_vanish`) masks all of it, full when no mask stage
-/// masks any of it. Batch indices whose masks are the same memory (a mask
-/// broadcast over heads, stride 0) share one classification. The cost is
-/// one read of each mask flag, against Q·Kᵀ's and P·V's d multiply-adds
-/// per score. Without mask stages every block is full and nothing is
-/// stored.
+/// partial. A block is empty when the mask stages whose masked scores end
+/// up -inf (`masked_keys_vanish`) together mask all of it, full when no
+/// mask stage masks any of it; a block outside the keys the causal or
+/// window stages whose masked scores vanish keep for every row of it is
+/// empty without reading the masks. Batch indices whose masks are the same (a
+/// mask broadcast over heads, stride 0) share one classification. The cost
+/// is one read (or, for a mask source, one evaluation) of each flag,
+/// against Q·Kᵀ's and P·V's d multiply-adds per score; a source's flags
+/// are evaluated one block at a time into a buffer of one block per
+/// stage, so the extra memory is that buffer and one byte per block.
+/// Without mask stages every block is full and nothing is stored.
 template <class T>
 struct block_mask {
   std::size_t rows = 0, cols = 0, q_blocks = 0, k_blocks = 0;
@@ -362,13 +440,19 @@ struct block_mask {
 
   block_mask() = default;
   block_mask(const attention_args<T>& a, std::size_t rows_, std::size_t cols_) : rows(rows_), cols(cols_) {
-    bool vanish[max_score_stages] = {}, any_mask = false;
-    for (std::size_t s = 0; s < a.n_stages; ++s)
+    bool vanish[max_score_stages] = {}, causal_vanish[max_score_stages] = {}, any_mask = false;
+    std::size_t n_vanish = 0;
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      if (a.stages[s].op == score_op::causal) causal_vanish[s] = masked_keys_vanish(a, s);
       if (a.stages[s].op == score_op::mask) {
         any_mask = true;
         vanish[s] = masked_keys_vanish(a, s);
+        n_vanish += vanish[s];
       }
+    }
     if (!any_mask || a.nq == 0 || a.nk == 0) return;
+    std::vector<unsigned char> scratch(std::max<std::size_t>(mask_sources(a), 1) * rows * cols);
+    bool* flags = reinterpret_cast<bool*>(scratch.data());  // 0 is false: bool's object representation
     q_blocks = (a.nq + rows - 1) / rows;
     k_blocks = (a.nk + cols - 1) / cols;
     const std::size_t nb = a.batch_size(), per = q_blocks * k_blocks;
@@ -385,23 +469,47 @@ struct block_mask {
       }
       slot[bi] = seen.size() * per;
       seen.push_back(off);
-      for (std::size_t qb = 0; qb < q_blocks; ++qb)
+      for (std::size_t qb = 0; qb < q_blocks; ++qb) {
+        const std::size_t i0 = qb * rows, nr = std::min(rows, a.nq - i0);
+        // blocks outside the causal or window range of every row of the
+        // block row are -inf there whatever the masks say: not evaluated
+        const key_range kept = kept_keys(a, causal_vanish, i0, i0 + nr - 1);
         for (std::size_t kb = 0; kb < k_blocks; ++kb) {
-          const std::size_t i0 = qb * rows, j0 = kb * cols;
-          const std::size_t nr = std::min(rows, a.nq - i0), n = std::min(cols, a.nk - j0);
-          bool empty = false, full = true;
+          const std::size_t j0 = kb * cols, n = std::min(cols, a.nk - j0);
+          if (j0 >= kept.hi || j0 + n <= kept.lo) {
+            kinds.push_back(block_kind::empty);
+            continue;
+          }
+          flag_view view[max_score_stages];
+          mask_views(a, view, flags, rows * cols, bi, i0, nr, j0, n);
+          bool empty = false, full = true, some = false;  // some: a vanishing stage masks a score here
           for (std::size_t s = 0; s < a.n_stages && !empty; ++s) {
-            const score_stage<T>& st = a.stages[s];
-            if (st.op != score_op::mask) continue;
-            const flag_scan f = scan_flags(st.mask + off[s] + static_cast<std::ptrdiff_t>(i0) * st.mask_row +
-                                               static_cast<std::ptrdiff_t>(j0) * st.mask_col,
-                                           st.mask_row, st.mask_col, nr, n);
+            if (a.stages[s].op != score_op::mask) continue;
+            const flag_scan f = scan_flags(view[s].p, view[s].row, view[s].col, nr, n);
             full = full && !f.any;
             empty = vanish[s] && f.all;
+            some = some || (vanish[s] && f.any);
           }
+          // Two or more stages may empty a block only together (documents
+          // and a chunk mask): one more pass over their flags.
+          if (!empty && some && n_vanish > 1) empty = covered(a, view, vanish, nr, n);
           kinds.push_back(empty ? block_kind::empty : full ? block_kind::full : block_kind::partial);
         }
+      }
     }
+  }
+
+  /// Whether every score of the nr x n block is masked by one of the
+  /// vanishing mask stages.
+  static bool covered(const attention_args<T>& a, const flag_view* view, const bool* vanish, std::size_t nr,
+                      std::size_t n) {
+    for (std::size_t r = 0; r < nr; ++r)
+      for (std::size_t j = 0; j < n; ++j) {
+        bool any = false;
+        for (std::size_t s = 0; s < a.n_stages && !any; ++s) any = vanish[s] && view[s](r, j);
+        if (!any) return false;
+      }
+    return true;
   }
 
   bool active() const noexcept { return !kinds.empty(); }
@@ -452,6 +560,7 @@ struct attention_kernel {
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
     T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias, *row_masks;
+    bool* flags;  // the mask sources' flags of one tile, BR * BC per source
     std::size_t batch = static_cast<std::size_t>(-1), packed_from = 0, packed_keys = 0;
     // When set: per batch index, the V rows holding every value that is not
     // finite (found once per call by `run`).
@@ -464,7 +573,7 @@ struct attention_kernel {
     const bool packs = a.nq > few_rows;  // run_row reads K and V in place
     const std::size_t kp = packs ? nk_pad * a.dk : 0, vp = packs ? dv_pad * a.nk : 0, qp = BR * a.dk, s = BR * BC,
                       o = BR * dv_pad;
-    std::size_t total = 0;
+    std::size_t total = round_up(mask_sources(a) * BR * BC, scratch_alignment);
     for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad, BC, max_score_stages * BC}) total += round_up(n * sizeof(T), scratch_alignment);
     return total;
   }
@@ -487,6 +596,7 @@ struct attention_kernel {
     b.z = take(dv_pad);
     b.bias = take(BC);
     b.row_masks = take(max_score_stages * BC);
+    b.flags = reinterpret_cast<bool*>(p);
     return b;
   }
 
@@ -582,18 +692,14 @@ struct attention_kernel {
   /// -inf so the softmax steps need no scalar tails, and returns the row's
   /// maximum: one pass, each vector loaded and stored once (separate passes
   /// per stage cost more than the arithmetic on short rows).
-  /// prepare_row with every mask read row by row (the backward's call).
-  T prepare_row(T* row, T* bias, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n,
-                std::size_t n_vec) const {
-    return prepare_row(row, bias, nullptr, bi, i, j0, n, n_vec);
-  }
-  /// `shared` (or nullptr): for a mask stage s that is the same for every
-  /// query row (a padding mask, stride 0 along i), its flags of this key
-  /// tile as 1/0 from shared + s * BC, gathered once per tile. `unmasked`:
-  /// the block mask found that no mask stage masks any of these scores, so
-  /// the mask stages are not read.
-  T prepare_row(T* row, T* bias, const T* shared, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n,
-                std::size_t n_vec, bool unmasked = false) const {
+  /// `views`: each mask stage's flags of the tile (`mask_views`), of which
+  /// this is row r. `shared` (or nullptr): for a mask stage s that is the
+  /// same for every query row (a padding mask, stride 0 along i), its flags
+  /// of this key tile as 1/0 from shared + s * BC, gathered once per tile.
+  /// `unmasked`: the block mask found that no mask stage masks any of these
+  /// scores, so the mask stages are not read (views may be unset).
+  T prepare_row(T* row, T* bias, const flag_view* views, std::size_t r, const T* shared, std::size_t bi,
+                std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec, bool unmasked = false) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     constexpr T ninf = -std::numeric_limits<T>::infinity();
@@ -619,12 +725,10 @@ struct attention_kernel {
         keep_from[s] = kept.lo;
         keep_to[s] = kept.hi;
       }
-      if (st.op == score_op::mask && !unmasked)
-        mrow[s] = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * st.mask_row +
-                  static_cast<std::ptrdiff_t>(j0) * st.mask_col;
+      if (st.op == score_op::mask && !unmasked) mrow[s] = views[s].p + static_cast<std::ptrdiff_t>(r) * views[s].row;
     }
     auto masked = [&](std::size_t s, std::size_t j) {
-      return j < n && mrow[s][static_cast<std::ptrdiff_t>(j) * a.stages[s].mask_col];
+      return j < n && mrow[s][static_cast<std::ptrdiff_t>(j) * views[s].col];
     };
     if constexpr (W > 1) {
       alignas(64) T lane[W];
@@ -655,7 +759,7 @@ struct attention_kernel {
               break;
             case score_op::mask: {
               if (unmasked) break;
-              if (shared != nullptr && a.stages[s].mask_row == 0) {
+              if (shared != nullptr && views[s].row == 0) {
                 x = xsimd::select(ops::loadu(shared + s * BC + j) != ops::zero(), v, x);
                 break;
               }
@@ -791,18 +895,16 @@ struct attention_kernel {
   }
 
   /// The flags of the mask stages that every query row shares (stride 0
-  /// along i: padding masks) for keys [j0, j0 + n) as 1/0 into
+  /// along i: padding masks) of the tile's views as 1/0 into
   /// buf.row_masks (lanes to n_vec), so the rows of a tile read them as
   /// vectors; nullptr when there is none.
-  const T* share_row_masks(buffers& buf, std::size_t bi, std::size_t j0, std::size_t n, std::size_t n_vec) const {
+  const T* share_row_masks(buffers& buf, const flag_view* views, std::size_t n, std::size_t n_vec) const {
     bool any = false;
     for (std::size_t s = 0; s < a.n_stages; ++s) {
-      const score_stage<T>& st = a.stages[s];
-      if (st.op != score_op::mask || st.mask_row != 0) continue;
+      if (a.stages[s].op != score_op::mask || views[s].row != 0) continue;
       any = true;
-      const bool* m = st.mask + a.batch_offset(st.mask_batch, bi) + static_cast<std::ptrdiff_t>(j0) * st.mask_col;
       T* dst = buf.row_masks + s * BC;
-      for (std::size_t j = 0; j < n_vec; ++j) dst[j] = j < n && m[static_cast<std::ptrdiff_t>(j) * st.mask_col] ? T(1) : T(0);
+      for (std::size_t j = 0; j < n_vec; ++j) dst[j] = j < n && views[s](0, j) ? T(1) : T(0);
     }
     return any ? buf.row_masks : nullptr;
   }
@@ -885,10 +987,12 @@ struct attention_kernel {
       // before the first key tile). Rows are whole vectors (n_vec): the lanes
       // past n hold -inf after the stages, so the softmax steps need no
       // scalar tails.
-      const T* shared = tile.unmasked ? nullptr : share_row_masks(buf, bi, j0, n, n_vec);
+      flag_view views[max_score_stages];
+      if (!tile.unmasked) mask_views(a, views, buf.flags, BR * BC, bi, i0, rows, j0, n);
+      const T* shared = tile.unmasked ? nullptr : share_row_masks(buf, views, n, n_vec);
       for (std::size_t r = 0; r < rows; ++r) {
         T* row = buf.s + r * BC;
-        const T mx = prepare_row(row, buf.bias, shared, bi, i0 + r, j0, n, n_vec, tile.unmasked);
+        const T mx = prepare_row(row, buf.bias, views, r, shared, bi, i0 + r, j0, n, n_vec, tile.unmasked);
         const T alpha = online_row(row, n_vec, mx, buf.m[r], buf.l[r]);
         if (!first && alpha != T(1)) scale_row<T, Arch>(buf.o + r * dv_pad, dv_pad, alpha);
       }
@@ -923,11 +1027,13 @@ struct attention_kernel {
   /// path of incremental decoding: one or a few new queries against a key
   /// cache, where packing K and V would cost as much as the product):
   /// scores by dot products over d, the same stages and online softmax as
-  /// the tiles, then O += p_j V[j] row by row.
-  void run_row(buffers& buf, std::size_t bi, std::size_t i) const {
+  /// the tiles, then O += p_j V[j] row by row. The block mask (one query
+  /// row by NR keys) steps over the key blocks a boolean mask empties.
+  void run_row(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t i) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
-    const key_range kept = kept_keys(a, vanish, i, i);
+    key_range kept = kept_keys(a, vanish, i, i);
+    kept.lo = kept.lo / NR * NR;  // the block grid's (the causal stage masks the keys before)
     const T* qr = a.q + a.batch_offset(a.q_batch, bi) + static_cast<std::ptrdiff_t>(i) * a.q_row;
     const T* kb = a.k + a.batch_offset(a.k_batch, bi);
     const T* vb = a.v + a.batch_offset(a.v_batch, bi);
@@ -936,8 +1042,12 @@ struct attention_kernel {
     std::fill(o, o + dv_pad, T(0));
     T m, l;
     a.row_start(bi, m, l);
-    for (std::size_t j0 = kept.lo; j0 < kept.hi; j0 += BC) {
-      const std::size_t n = std::min(BC, kept.hi - j0), n_vec = round_up(n, W);
+    bool first = true;
+    for (std::size_t next = kept.lo; next < kept.hi;) {
+      const key_tile tile = next_key_tile(buf, blocks, bi, i, next, kept.hi);
+      if (tile.n == 0) break;
+      const std::size_t j0 = tile.j0, n = tile.n, n_vec = round_up(n, W);
+      next = j0 + n;
       T* row = buf.s;
       for (std::size_t x = 0; x < n; ++x) {
         const T* kr = kb + static_cast<std::ptrdiff_t>(j0 + x) * a.k_row;
@@ -954,9 +1064,12 @@ struct attention_kernel {
           dot += qr[static_cast<std::ptrdiff_t>(d) * a.q_col] * kr[static_cast<std::ptrdiff_t>(d) * a.k_col];
         row[x] = dot;
       }
-      const T mx = prepare_row(row, buf.bias, nullptr, bi, i, j0, n, n_vec);
+      flag_view views[max_score_stages];
+      if (!tile.unmasked) mask_views(a, views, buf.flags, BR * BC, bi, i, 1, j0, n);
+      const T mx = prepare_row(row, buf.bias, views, 0, nullptr, bi, i, j0, n, n_vec, tile.unmasked);
       const T alpha = online_row(row, n_vec, mx, m, l);
-      if (j0 > kept.lo && alpha != T(1)) scale_row<T, Arch>(o, dv_pad, alpha);
+      if (!first && alpha != T(1)) scale_row<T, Arch>(o, dv_pad, alpha);
+      first = false;
       for (std::size_t x = 0; x < n; ++x) {
         const T p = row[x];
         const T* vr = vb + static_cast<std::ptrdiff_t>(j0 + x) * a.v_row;
@@ -997,8 +1110,10 @@ struct attention_kernel {
     const std::size_t tiles = rows ? a.nq : (a.nq + BR - 1) / BR;
     const auto items = static_cast<std::int64_t>(nb * tiles);
     const std::size_t bytes = scratch_bytes();
-    // The block mask, once per call, on the grid of query tiles and key panels.
-    const block_mask<T> blocks = rows ? block_mask<T>() : block_mask<T>(a, BR, NR);
+    // The block mask, once per call, on the grid of query tiles (single
+    // rows when decoding) and key panels.
+    const std::size_t block_rows = rows ? 1 : BR;
+    const block_mask<T> blocks(a, block_rows, NR);
     // The V rows that are not finite, once per call when keys may be skipped.
     std::vector<key_range> nonfinite;
     bool skips = blocks.active();
@@ -1012,7 +1127,7 @@ struct attention_kernel {
       }
     }
     if (a.tile_counts && blocks.active()) {
-      a.tile_counts->rows = BR;
+      a.tile_counts->rows = block_rows;
       a.tile_counts->cols = NR;
     }
     // Later tiles see more keys under a causal mask: hand them out first.
@@ -1020,7 +1135,7 @@ struct attention_kernel {
       const std::size_t bi = static_cast<std::size_t>(item) / tiles;
       const std::size_t t = tiles - 1 - static_cast<std::size_t>(item) % tiles;
       if (rows)
-        run_row(buf, bi, t);
+        run_row(buf, blocks, bi, t);
       else
         run_tile(buf, blocks, bi, t * BR, std::min(BR, a.nq - t * BR));
     };

@@ -12,7 +12,10 @@
 /// score's stages replayed when f has tanh, a map or a factor; 0 where a
 /// causal or boolean mask replaced the score) dQ += (g dS) K,
 /// dK += (g dS)ᵀ Q. Key tiles that a causal mask sends wholly to -inf are
-/// skipped, and so are the blocks a boolean mask does (`block_mask`). Extra memory: one BR x BC tile and two values per query row.
+/// skipped, and so are the blocks a boolean mask does (`block_mask`: whole
+/// tiles, and the empty blocks at either end of a key tile). Extra memory:
+/// one BR x BC tile (and one tile of flags per mask source) and two values
+/// per query row.
 ///
 /// Semantics are those of PyTorch's autograd on the unfused chain: a
 /// masked score's gradient is exactly 0 (masked_fill's backward), a row
@@ -103,9 +106,7 @@ struct attention_score_loops {
           break;
         }
         case score_op::mask:
-          if (st.mask[a.batch_offset(st.mask_batch, bi) + std::ptrdiff_t(i) * st.mask_row +
-                      std::ptrdiff_t(j) * st.mask_col])
-            x = st.value;
+          if (mask_at(a, st, bi, i, j)) x = st.value;
           break;
       }
     }
@@ -214,6 +215,7 @@ struct attention_backward_kernel {
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
     T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt, *bias, *raw;
+    bool* flags;  // the mask sources' flags of one tile, BR * BC per source
   };
   std::array<std::size_t, 18> sizes() const {
     const std::size_t tile = BR * BC;
@@ -222,7 +224,7 @@ struct attention_backward_kernel {
             tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC, BC, BC};
   }
   std::size_t scratch_bytes() const {
-    std::size_t total = 0;
+    std::size_t total = round_up(mask_sources(a) * BR * BC, scratch_alignment);
     for (std::size_t n : sizes()) total += round_up(n * sizeof(T), scratch_alignment);
     return total;
   }
@@ -234,8 +236,9 @@ struct attention_backward_kernel {
       ptr[x] = reinterpret_cast<T*>(p);
       p += round_up(n[x] * sizeof(T), scratch_alignment);
     }
-    return {ptr[0], ptr[1], ptr[2],  ptr[3],  ptr[4],  ptr[5],  ptr[6],  ptr[7], ptr[8],
-            ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16], ptr[17]};
+    return {ptr[0], ptr[1],  ptr[2],  ptr[3],  ptr[4],  ptr[5],  ptr[6],  ptr[7],  ptr[8],
+            ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16], ptr[17],
+            reinterpret_cast<bool*>(p)};
   }
 
   /// src[r, c] (strides rs, cs; rows x cols) into NR-row panels,
@@ -313,10 +316,6 @@ struct attention_backward_kernel {
     const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
     return j > pos || (st.window != unbounded_window && pos - j >= st.window);
   }
-  /// Whether the mask stage st replaces the score at (bi, i, j).
-  bool masks(const score_stage<T>& st, std::size_t bi, std::size_t i, std::size_t j) const {
-    return st.mask[a.batch_offset(st.mask_batch, bi) + std::ptrdiff_t(i) * st.mask_row + std::ptrdiff_t(j) * st.mask_col];
-  }
 
   /// The gradient of the raw score `raw` at (bi, i, j) from the gradient
   /// `d` of the final score f(raw), by replaying the stages forward (each
@@ -324,9 +323,10 @@ struct attention_backward_kernel {
   /// it, tanh multiplies it by 1 - tanh², a mask that replaced the score
   /// makes it 0 (masked_fill's backward). A factor stage adds d times its
   /// input to its sum, the affine bias d times the distance to the slope's.
-  /// `value` holds the stages' values of bi, `b` the bias at (i, j).
-  T replay(T raw, T d, const T* value, T b, T distance, std::size_t bi, std::size_t i, std::size_t j,
-           learned_sums* acc) const {
+  /// `value` holds the stages' values of bi, `b` the bias at (i, j), and
+  /// views[s](r, c) the flag of mask stage s there (`unmasked`: none set).
+  T replay(T raw, T d, const T* value, T b, T distance, std::size_t i, std::size_t j, const flag_view* views,
+           std::size_t r, std::size_t c, bool unmasked, learned_sums* acc) const {
     const std::size_t bias_at = a.bias.present() ? a.bias.at : a.n_stages + 1;
     const bool learn_slope = acc != nullptr && a.bias.slope != nullptr;
     T in[max_score_stages];
@@ -344,7 +344,7 @@ struct attention_backward_kernel {
           if (causal_masks(st, i, j)) x = st.value;
           break;
         case score_op::mask:
-          if (masks(st, bi, i, j)) x = st.value;
+          if (!unmasked && views[s](r, c)) x = st.value;
           break;
       }
     }
@@ -367,7 +367,7 @@ struct attention_backward_kernel {
           if (causal_masks(st, i, j)) d = T(0);
           break;
         case score_op::mask:
-          if (masks(st, bi, i, j)) d = T(0);
+          if (!unmasked && views[s](r, c)) d = T(0);
           break;
       }
       if (learn_slope && s == bias_at) acc->slope += d * distance;
@@ -375,23 +375,25 @@ struct attention_backward_kernel {
     return d;
   }
 
-  /// Row r (query i) of the tile, keys [j0, j0 + n): s holds the raw
-  /// scores and becomes P = exp(f(s) - lse), dp holds dO Vᵀ and ds becomes
-  /// dS = df/ds * P * (dP - D), exactly 0 where a mask replaced the score;
-  /// both are zero on [n, round_up(n, NR)) and copied into the NR-key
-  /// panels pp and dsp (row r of each panel).
+  /// Row r (query i) of the tile, keys [j0, j0 + n) at tile columns [c0,
+  /// c0 + n) (c0 a multiple of NR: the empty blocks before are skipped): s
+  /// holds the raw scores and becomes P = exp(f(s) - lse), dp holds dO Vᵀ
+  /// and ds becomes dS = df/ds * P * (dP - D), exactly 0 where a mask
+  /// replaced the score; both are zero on [n, round_up(n, NR)) and copied
+  /// into the NR-key panels pp and dsp (row r of each panel).
+  /// `views`: the mask stages' flags of keys [j0, j0 + n) (`mask_views`);
   /// `unmasked`: the block mask found no score of the tile masked.
-  void row_grad(buffers& buf, std::size_t bi, std::size_t r, std::size_t i, std::size_t j0, std::size_t n,
-                T lse, T lse_low, learned_sums* acc, bool unmasked) const {
+  void row_grad(buffers& buf, const flag_view* views, std::size_t bi, std::size_t r, std::size_t i, std::size_t j0,
+                std::size_t c0, std::size_t n, T lse, T lse_low, learned_sums* acc, bool unmasked) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     const std::size_t n_vec = round_up(n, W), n_nr = round_up(n, NR);
-    T* s = buf.s + r * BC;
-    T* dp = buf.dp + r * BC;
-    T* ds = buf.ds + r * BC;
+    T* s = buf.s + r * BC + c0;
+    T* dp = buf.dp + r * BC + c0;
+    T* ds = buf.ds + r * BC + c0;
     const bool replayed = nonlinear || acc != nullptr;
     if (replayed) std::copy_n(s, n, buf.raw);
-    fwd.prepare_row(s, buf.bias, nullptr, bi, i, j0, n, n_vec, unmasked);  // f(s); -inf on [n, n_vec)
+    fwd.prepare_row(s, buf.bias, views, r, nullptr, bi, i, j0, n, n_vec, unmasked);  // f(s); -inf on [n, n_vec)
     if (std::isfinite(lse) && lse_low != T(0)) {  // exp((s - lse) - lse_low): the low part survives
       const auto hi = ops::broadcast(lse);
       for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(s + j, ops::loadu(s + j) - hi);
@@ -414,7 +416,7 @@ struct attention_backward_kernel {
         // the bias as prepare_row added it (buf.bias holds a generic one's row)
         const T b = affine ? simd_ops<T, scalar_arch>::fma(slope, T(j), sbase) : a.bias.add ? buf.bias[j] : T(0);
         const T distance = affine ? a.bias_distance(i, j0 + j) : T(0);
-        ds[j] = replay(buf.raw[j], ds[j], value, b, distance, bi, i, j0 + j, acc);
+        ds[j] = replay(buf.raw[j], ds[j], value, b, distance, i, j0 + j, views, r, j, unmasked, acc);
       }
     }
     // masked_fill's backward: exactly 0 where a mask replaced the score;
@@ -431,16 +433,13 @@ struct attention_backward_kernel {
     for (std::size_t j = to; j < n_nr; ++j) ds[j] = T(0);
     if (has_mask && !unmasked)
       for (std::size_t st = 0; st < a.n_stages; ++st) {
-        const score_stage<T>& m = a.stages[st];
-        if (m.op != score_op::mask) continue;
-        const bool* row = m.mask + a.batch_offset(m.mask_batch, bi) + static_cast<std::ptrdiff_t>(i) * m.mask_row +
-                          static_cast<std::ptrdiff_t>(j0) * m.mask_col;
+        if (a.stages[st].op != score_op::mask) continue;
         for (std::size_t j = from; j < to; ++j)
-          if (row[static_cast<std::ptrdiff_t>(j) * m.mask_col]) ds[j] = T(0);
+          if (views[st](r, j)) ds[j] = T(0);
       }
     for (std::size_t jp = 0; jp < n_nr; jp += NR) {
-      std::copy_n(s + jp, NR, buf.pp + (jp / NR) * BR * NR + r * NR);
-      std::copy_n(ds + jp, NR, buf.dsp + (jp / NR) * BR * NR + r * NR);
+      std::copy_n(s + jp, NR, buf.pp + ((c0 + jp) / NR) * BR * NR + r * NR);
+      std::copy_n(ds + jp, NR, buf.dsp + ((c0 + jp) / NR) * BR * NR + r * NR);
     }
   }
 
@@ -516,21 +515,27 @@ struct attention_backward_kernel {
         std::size_t ne = std::min(n, kept.hi - j0);
         // The block mask: a tile whose blocks are all empty adds nothing
         // (its P and dS are 0; a row with no finite score made `kept` all
-        // keys and is never skipped), trailing empty blocks are cut off,
-        // and a full tile does not read the masks.
+        // keys and is never skipped), empty blocks at either end are cut
+        // off (the tile's columns [lead, ne) are computed), and a full tile
+        // does not read the masks.
         bool unmasked = false;
+        std::size_t lead = 0;
         if (blocks.active()) {
           const std::size_t qb = i0 / BR;
           const bool finite_rows = rows_have_finite_lse(lse, i0, i0 + rows - 1);
           std::size_t live = ne;
           while (finite_rows && live > 0 && blocks.at(bi, qb, (j0 + live - 1) / NR) == block_kind::empty)
             live = (live - 1) / NR * NR;
-          count_blocks(a.tile_counts, block_kind::empty, (ne - live + NR - 1) / NR);
-          if (live == 0) continue;
+          while (finite_rows && lead < live && blocks.at(bi, qb, (j0 + lead) / NR) == block_kind::empty) lead += NR;
+          lead = std::min(lead, live);
+          count_blocks(a.tile_counts, block_kind::empty, (ne - live + NR - 1) / NR + lead / NR);
+          if (live == lead) continue;
           ne = live;
-          unmasked = blocks.all_full(bi, qb, j0, j0 + ne);
-          count_blocks(a.tile_counts, unmasked ? block_kind::full : block_kind::partial, (ne + NR - 1) / NR);
+          unmasked = blocks.all_full(bi, qb, j0 + lead, j0 + ne);
+          count_blocks(a.tile_counts, unmasked ? block_kind::full : block_kind::partial, (ne - lead + NR - 1) / NR);
         }
+        flag_view views[max_score_stages];
+        if (has_mask && !unmasked) mask_views(a, views, buf.flags, BR * BC, bi, i0, rows, j0 + lead, ne - lead);
         const std::size_t ne_nr = round_up(ne, NR);
         std::size_t p0 = 0;
         for (; p0 + 1 < panels; ++p0) {
@@ -538,7 +543,7 @@ struct attention_backward_kernel {
           if (pk.hi > j0 && pk.lo < j0 + ne) break;
         }
         const std::size_t r0 = p0 * MR;
-        for (std::size_t jp = 0; jp < ne; jp += NR)
+        for (std::size_t jp = lead; jp < ne; jp += NR)
           for (std::size_t p = p0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
             const std::size_t cols = std::min(NR, round_up(ne - jp, simd_ops<T, Arch>::width));
             kernel::run_with(a.dk, forward::rows_of(qrows + static_cast<std::ptrdiff_t>(i0) * q_ld, q_ld, p, rows),
@@ -549,10 +554,10 @@ struct attention_backward_kernel {
                              tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, cols, true, T(1), T(0)});
           }
         for (std::size_t r = r0; r < rows; ++r)
-          row_grad(buf, bi, r, i0 + r, j0, ne, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0), learns ? &acc : nullptr,
-                   unmasked);
+          row_grad(buf, views, bi, r, i0 + r, j0 + lead, lead, ne - lead, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0),
+                   learns ? &acc : nullptr, unmasked);
         started = true;
-        for (std::size_t jp = 0; jp < ne_nr; jp += NR) {
+        for (std::size_t jp = lead; jp < ne_nr; jp += NR) {
           const std::size_t cols = std::min(NR, ne - jp);
           const T* pp = buf.pp + (jp / NR) * BR * NR + r0 * NR;  // panel rows [r0, rows)
           const T* dsp = buf.dsp + (jp / NR) * BR * NR + r0 * NR;
@@ -567,8 +572,8 @@ struct attention_backward_kernel {
         }
         for (std::size_t p = p0; p < panels; ++p)  // dQ += dS K
           for (std::size_t dp = 0; dp < dk_pad; dp += NR)
-            kernel::run_with(ne, forward::rows_of(buf.ds, static_cast<std::ptrdiff_t>(BC), p, rows),
-                             buf.kc + (dp / NR * a.nk + j0) * NR,
+            kernel::run_with(ne - lead, forward::rows_of(buf.ds + lead, static_cast<std::ptrdiff_t>(BC), p, rows),
+                             buf.kc + (dp / NR * a.nk + j0 + lead) * NR,
                              tile_target<T>{buf.dq + i0 * dk_pad, off_dq.data() + p * MR, unit.data() + dp,
                                             std::min(MR, rows - p * MR), NR, true, T(1), T(1)});
       }

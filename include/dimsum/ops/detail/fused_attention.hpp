@@ -51,6 +51,16 @@ std::array<std::ptrdiff_t, N> strides_along(const M& m, const std::array<std::st
   return out;
 }
 
+/// The batch dims' entries of the root multi-index idx (batch dims, query,
+/// key) of flat batch index bi.
+template <std::size_t R>
+void batch_multi_index(std::size_t bi, const std::array<std::size_t, R - 2>& extents, std::size_t* idx) {
+  for (std::size_t d = R - 2; d-- > 0;) {
+    idx[d] = bi % extents[d];
+    bi /= extents[d];
+  }
+}
+
 /// The kernel's bias callback over an evaluator Ev of the bias in the
 /// dims Root (batch dims, query, key): seek the row, read the keys.
 template <class T, class Ev, std::size_t R>
@@ -61,10 +71,7 @@ struct bias_rows {
     const auto& self = *static_cast<const bias_rows*>(ctx);
     Ev ev = self.ev;  // evaluators keep a position: one copy per call, so threads share nothing
     std::size_t idx[R] = {};
-    for (std::size_t d = R - 2; d-- > 0;) {
-      idx[d] = bi % self.batch_extents[d];
-      bi /= self.batch_extents[d];
-    }
+    batch_multi_index<R>(bi, self.batch_extents, idx);
     idx[R - 2] = i;
     idx[R - 1] = j0;
     ev.seek(idx);
@@ -76,6 +83,29 @@ struct bias_rows {
       if (s == 0) return void(std::fill_n(out, n, *ev.base));
     }
     for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<T>(ev[j0 + x]);
+  }
+};
+
+/// The kernel's mask source over an evaluator Ev of a boolean expression in
+/// the dims Root (batch dims, query, key): the flags of a block, a row at a
+/// time (negated when Negate: where's kept side), so the mask is never
+/// materialised whole.
+template <class Ev, std::size_t R, bool Negate>
+struct mask_rows {
+  Ev ev;
+  std::array<std::size_t, R - 2> batch_extents{};
+  static void fill(const void* ctx, std::size_t bi, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t n,
+                   bool* out) {
+    const auto& self = *static_cast<const mask_rows*>(ctx);
+    Ev ev = self.ev;  // evaluators keep a position: one copy per call, so threads share nothing
+    std::size_t idx[R] = {};
+    batch_multi_index<R>(bi, self.batch_extents, idx);
+    idx[R - 1] = j0;
+    for (std::size_t r = 0; r < rows; ++r, out += n) {
+      idx[R - 2] = i0 + r;
+      ev.seek(idx);
+      for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<bool>(ev[j0 + x]) != Negate;
+    }
   }
 };
 
@@ -92,7 +122,10 @@ constexpr bool affine_over_root = [] {
 }();
 
 /// Appends the stages of the chain around the score einsum to `args`
-/// (innermost first), materialising masks, then calls f with them alive.
+/// (innermost first), then calls f with what they read alive. A mask that
+/// is a tensor in memory is read in place; any other boolean expression
+/// becomes a mask source (`mask_rows`) that the kernels evaluate a block at
+/// a time, so the mask costs no memory of the scores' size.
 template <class E, class T, class Root, class Labels, class F>
 void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& labels, F&& f) {
   using C = chain<bare<E>>;
@@ -102,7 +135,7 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
     st.value = value;
     return st;
   };
-  // mask: a materialised boolean tensor, alive while the kernel runs.
+  // mask: a boolean tensor in memory, alive while the kernel runs.
   auto push_mask = [&](const auto& mask, T value) {
     using ML = dims_of_t<decltype(mask)>;
     kernels::score_stage<T>& st = push(kernels::score_op::mask, value);
@@ -111,6 +144,40 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
     for (std::size_t i = 0; i < labels.batch_rank; ++i) st.mask_batch[i] = s[i];
     st.mask_row = s[labels.batch_rank];
     st.mask_col = s[labels.batch_rank + 1];
+  };
+  // mask (negated when Negate): read in place when it is a tensor in
+  // memory, else a mask source over its evaluator, alive while g runs (an
+  // expression whose evaluator cannot be copied is materialised).
+  auto with_mask = [&]<bool Negate>(std::bool_constant<Negate>, const auto& mask, T value, auto&& g) {
+    using Ev = decltype(mask.template evaluator<Root>());
+    if constexpr (!Negate && requires { mask.data(); mask.strides(); }) {
+      push_mask(materialize(mask), value);
+      g();
+    } else if constexpr (!std::is_copy_constructible_v<Ev>) {
+      if constexpr (Negate)
+        push_mask(materialize(!mask), value);
+      else
+        push_mask(materialize(mask), value);
+      g();
+    } else {
+      using ML = dims_of_t<decltype(mask)>;
+      mask_rows<Ev, Root::size, Negate> rows{mask.template evaluator<Root>()};
+      kernels::score_stage<T>& st = push(kernels::score_op::mask, value);
+      // the notional strides of a contiguous mask over the dims it has (0
+      // for the dims it lacks: `score_stage`)
+      std::ptrdiff_t stride = 1;
+      for (std::size_t i = labels.batch_rank; i-- > 0;) {
+        rows.batch_extents[i] = args.batch_extents[i];
+        if (find_name(ML::names, labels.all[i]) == npos) continue;
+        st.mask_batch[i] = stride;
+        stride *= static_cast<std::ptrdiff_t>(std::max<std::size_t>(args.batch_extents[i], 1));
+      }
+      st.mask_row = find_name(ML::names, labels.all[labels.batch_rank]) == npos ? 0 : 1;
+      st.mask_col = find_name(ML::names, labels.all[labels.batch_rank + 1]) == npos ? 0 : 1;
+      st.mask_fill = &mask_rows<Ev, Root::size, Negate>::fill;
+      st.mask_ctx = &rows;
+      g();
+    }
   };
   auto inner = [&](auto&& then) {
     if constexpr (C::k == kind::causal || C::k == kind::window)
@@ -166,23 +233,11 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
       f();
     });
   } else if constexpr (C::k == kind::masked_fill) {
-    inner([&] {
-      decltype(auto) mask = materialize(std::get<1>(e.operands()));
-      push_mask(mask, std::get<2>(e.operands()).value);
-      f();
-    });
+    inner([&] { with_mask(std::false_type{}, std::get<1>(e.operands()), std::get<2>(e.operands()).value, f); });
   } else if constexpr (C::k == kind::where_kept_left) {  // where(cond, x, value): value where !cond
-    inner([&] {
-      decltype(auto) mask = materialize(!std::get<0>(e.operands()));
-      push_mask(mask, std::get<2>(e.operands()).value);
-      f();
-    });
+    inner([&] { with_mask(std::true_type{}, std::get<0>(e.operands()), std::get<2>(e.operands()).value, f); });
   } else if constexpr (C::k == kind::where_kept_right) {  // where(cond, value, x): value where cond
-    inner([&] {
-      decltype(auto) mask = materialize(std::get<0>(e.operands()));
-      push_mask(mask, std::get<1>(e.operands()).value);
-      f();
-    });
+    inner([&] { with_mask(std::false_type{}, std::get<0>(e.operands()), std::get<1>(e.operands()).value, f); });
   } else {
     static_assert(C::k == kind::bias_left || C::k == kind::bias_right);
     using B = bare<decltype(std::get<1 - inner_operand<C::k>>(e.operands()))>;
