@@ -426,6 +426,22 @@ class tape {
     return var<T, Ds...>(this, std::move(n));
   }
 
+  /// A frozen parameter (`frozen_parameter<T, Ds...>`) on the tape: a
+  /// constant var reading `p.value` in place, as `watch` of a parameter
+  /// whose `requires_grad` is false (its type says so: `gradient(p)` is a
+  /// compile error, `gradient(v)` of the var a `tape_error`).
+  template <class T, dimension... Ds>
+  var<T, Ds...> watch(frozen_parameter<T, Ds...>& p) {
+    auto n = std::make_shared<detail::var_node<T, Ds...>>();
+    n->value_ptr = &p.value;
+    n->watched_param = true;
+    n->watched_extents = p.value.extents();
+    n->frozen = true;
+    push(n);
+    watched_.push_back(n.get());
+    return var<T, Ds...>(this, std::move(n));
+  }
+
   /// A leaf var of value `t` whose gradient backward keeps on the tape,
   /// read with `gradient(v)` (an input you want d loss / d input of). `t`
   /// is copied: `tape.watch(W.value)` of a parameter W watches a copy of
@@ -635,7 +651,8 @@ std::remove_cvref_t<V> eval(V&& v) {
   return std::forward<V>(v);
 }
 
-/// The gradient of a parameter (its `grad`), of the var `tape.watch(p)`
+/// The gradient of a parameter (its `grad`; of a `frozen_parameter`, the
+/// compile error `gradient_of_a_frozen_parameter`), of the var `tape.watch(p)`
 /// gave (the same `p.grad`) or of a watched tensor's var (what the last
 /// backward accumulated; zeros if nothing reached it), as a tensor with
 /// exactly its dims. A var an operation returned has no gradient to read
@@ -645,7 +662,10 @@ std::remove_cvref_t<V> eval(V&& v) {
 template <dimension... Ask, class X>
 decltype(auto) gradient(const X& x) {
   using P = std::remove_cvref_t<X>;
-  if constexpr (is_parameter_v<P> || grad::detail::var_like<P>) {
+  if constexpr (is_frozen_parameter_v<P>) {
+    detail::report<gradient_of_a_frozen_parameter<diagnostic_dims_t<typename P::dims>>>();
+    return invalid_expression{};
+  } else if constexpr (is_parameter_v<P> || grad::detail::var_like<P>) {
     using L = typename P::dims;
     if constexpr (sizeof...(Ask) > 0 && !(L::size == sizeof...(Ask) && [] {
                                            constexpr std::array<std::string_view, sizeof...(Ask)> a{Ask::name.view()...};

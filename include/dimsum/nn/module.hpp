@@ -3,7 +3,8 @@
 /// Parameters found by reflection. A module is a struct whose members are
 /// declared with `BOOST_HANA_DEFINE_STRUCT` (or adapted afterwards with
 /// `BOOST_HANA_ADAPT_STRUCT`); Hana gives each member with its name, so
-/// `for_each_parameter(m, f)` visits every `parameter<T, Ds...>` member with
+/// `for_each_parameter(m, f)` visits every `parameter<T, Ds...>` (and
+/// `frozen_parameter<T, Ds...>`) member with
 /// its dotted name ("blocks.0.attn.W_Q"): nested modules recursively,
 /// `std::array` and `std::vector` of modules or parameters as "name.i",
 /// `std::optional` of either under its own name when it holds a value.
@@ -171,8 +172,33 @@ void zero_grad(M& m) {
 /// (`parameter::requires_grad`).
 template <class M>
 void set_requires_grad(M& m, bool flag) {
-  for_each_parameter(m, [flag](const std::string&, auto& p) { p.requires_grad = flag; });
+  for_each_parameter(m, [flag](const std::string&, auto& p) {
+    if constexpr (!is_frozen_parameter_v<decltype(p)>) p.requires_grad = flag;  // a frozen type stays frozen
+  });
 }
+
+namespace detail {
+template <class P>
+struct frozen_of {
+  static_assert(dimsum::detail::always_false<P>, "dimsum: nn::frozen<P> takes a parameter<T, Dims...>");
+};
+template <class T, dimension... Ds>
+struct frozen_of<parameter<T, Ds...>> {
+  using type = frozen_parameter<T, Ds...>;
+};
+template <class T, dimension... Ds>
+struct frozen_of<frozen_parameter<T, Ds...>> {
+  using type = frozen_parameter<T, Ds...>;
+};
+}  // namespace detail
+
+/// `nn::frozen<parameter<T, Ds...>>` is `frozen_parameter<T, Ds...>`: a
+/// member declared frozen in a model struct (an embedding table kept fixed
+/// while the rest is fine-tuned), saved and loaded under its name, read as
+/// a constant on a tape, skipped by the optimizers; asking for its gradient
+/// is a compile error.
+template <class P>
+using frozen = typename detail::frozen_of<P>::type;
 
 /// The number of trainable elements of `m` (the sum of every parameter's
 /// element count, `sum(p.numel() for p in m.parameters())`).
