@@ -23,6 +23,7 @@
 #include <dimsum/io/optimizer_state.hpp>
 #include <dimsum/io/safetensors.hpp>
 #include <dimsum/io/state_dict.hpp>
+#include <dimsum/nn/embedding.hpp>
 #include <dimsum/nn/linear.hpp>
 #include <dimsum/nn/module.hpp>
 #include <dimsum/optim/adamw.hpp>
@@ -236,4 +237,65 @@ TEST_CASE("nn_frozen: a struct of parameters read with p(tape) gets finite-diffe
   check(m.W1);
   check(m.b1);
   check(m.W2);
+}
+
+namespace {
+// The same model with the embedding an nn module frozen by its type.
+struct finetune_module {
+  BOOST_HANA_DEFINE_STRUCT(finetune_module, (nn::frozen<nn::embedding<double, vocab, emb>>, embed),
+                           (nn::linear<double, emb, hid>, up), (parameter<double, hid, cls>, W_out));
+
+  auto forward(dimsum::grad::tape& t, const tensor<std::int64_t, batch, posn>& ids) {
+    return dimsum::einsum<"batch posn hid, hid cls -> batch posn cls">(dimsum::tanh(up(embed(t, ids))), W_out(t));
+  }
+};
+}  // namespace
+
+TEST_CASE("nn_frozen: nn::frozen<nn::embedding> fine-tunes as torch's requires_grad_(False), saved by name",
+          "[nn][frozen][optim]") {
+  STATIC_REQUIRE(std::is_same_v<nn::frozen<nn::embedding<double, vocab, emb>>,
+                                nn::frozen_module<nn::embedding<double, vocab, emb>>>);
+  const finetune loaded = load_finetune();
+  finetune_module m;
+  m.embed = nn::embedding<double, vocab, emb>(vocab{7}, emb{4});
+  m.embed.update([&](auto& e) { e.weight = loaded.embed.value; });
+  m.up = loaded.up;
+  m.W_out = loaded.W_out.value;
+  CHECK(!m.embed->weight.requires_grad);
+  nn::set_requires_grad(m, true);  // the wrapper's type keeps it frozen
+  CHECK(!m.embed->weight.requires_grad);
+  CHECK(m.up.weight.requires_grad);
+  std::vector<std::string> names;
+  nn::for_each_parameter(m, [&](const std::string& n, const auto&) { names.push_back(n); });
+  CHECK(names == std::vector<std::string>{"embed.weight", "up.weight", "up.bias", "W_out"});
+
+  dimsum::optim::adamw opt({.lr = 0.05, .weight_decay = 0.1});
+  const auto ids = dimsum::load_npy<tensor<std::int64_t, batch, posn>>(fixture("ids.npy"));
+  const auto targets = dimsum::load_npy<tensor<std::int64_t, batch, posn>>(fixture("targets.npy"));
+  for (int step = 0; step < 3; ++step) {
+    nn::zero_grad(m);
+    dimsum::grad::tape t;
+    t.backward(dimsum::cross_entropy<cls>(m.forward(t, ids), targets));
+    if (step == 0) {
+      require_close(m.W_out.grad, fixture("grads/W_out.npy"));
+      CHECK_THROWS_AS(dimsum::gradient(m.embed->weight), dimsum::grad::tape_error);
+    }
+    opt.step(m);
+  }
+  require_close(m.embed->weight.value, fixture("final/embed.npy"), 0.0);
+  require_close(m.up.weight.value, fixture("final/up.weight.npy"));
+  require_close(m.W_out.value, fixture("final/W_out.npy"));
+
+  const auto dir = std::filesystem::temp_directory_path() / "dimsum_nn_frozen_module";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "model.safetensors").string();
+  dimsum::save_safetensors(path, m);
+  finetune_module fresh;
+  fresh.embed = nn::embedding<double, vocab, emb>(vocab{7}, emb{4});
+  fresh.up = nn::linear<double, emb, hid>(emb{4}, hid{5});
+  fresh.W_out = tensor<double, hid, cls>(hid{5}, cls{3});
+  dimsum::load_safetensors(path, fresh);
+  require_close(fresh.embed->weight.value, fixture("final/embed.npy"), 0.0);
+  CHECK(!fresh.embed->weight.requires_grad);
+  std::filesystem::remove_all(dir);
 }
