@@ -189,11 +189,19 @@ void set_requires_grad(M& m, bool flag) {
   });
 }
 
+/// Compile-time error: `nn::frozen<X>` of an `X` that is neither a
+/// `parameter<T, Dims...>` nor a module (a tensor, a number).
+template <class X>
+struct frozen_takes_a_parameter_or_a_module {
+  static_assert(dimsum::detail::always_false<X>,
+                "dimsum: nn::frozen<X> takes a parameter<T, Dims...> or a module (a BOOST_HANA_DEFINE_STRUCT struct)");
+  using type = X;  // X itself, so that the static_assert is the one error
+};
+
 namespace detail {
 template <class P>
 struct frozen_of {
-  static_assert(dimsum::detail::always_false<P>,
-                "dimsum: nn::frozen<X> takes a parameter<T, Dims...> or a module (a BOOST_HANA_DEFINE_STRUCT struct)");
+  using type = typename frozen_takes_a_parameter_or_a_module<P>::type;
 };
 template <class T, dimension... Ds>
 struct frozen_of<parameter<T, Ds...>> {
