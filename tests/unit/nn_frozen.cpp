@@ -116,7 +116,8 @@ TEST_CASE("nn_frozen: a frozen embedding is a constant on the tape; the gradient
   dimsum::grad::tape t;
   auto e = m.embed(t);
   CHECK(!e.requires_grad());
-  CHECK_THROWS_AS(dimsum::gradient(e), dimsum::grad::tape_error);
+  STATIC_REQUIRE(std::is_same_v<decltype(e), dimsum::grad::frozen_var<double, vocab, emb>>);  // gradient(e): a compile error
+  CHECK(&e.value() == &m.embed.value);  // read in place
   run_loss(m, t);
   require_close(m.up.weight.grad, fixture("grads/up.weight.npy"));
   require_close(m.up.bias->grad, fixture("grads/up.bias.npy"));
@@ -298,4 +299,25 @@ TEST_CASE("nn_frozen: nn::frozen<nn::embedding> fine-tunes as torch's requires_g
   require_close(fresh.embed->weight.value, fixture("final/embed.npy"), 0.0);
   CHECK(!fresh.embed->weight.requires_grad);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("nn_frozen: the var of a frozen parameter is a constant operand of einsum", "[nn][frozen][grad]") {
+  dimsum::frozen_parameter<double, emb, hid> F(tensor<double, emb, hid>::random_normal(6, emb{3}, hid{4}));
+  const auto x = tensor<double, batch, emb>::random_normal(7, batch{2}, emb{3});
+  dimsum::grad::tape t;
+  auto xv = t.watch(x);
+  auto y = dimsum::einsum<"batch emb, emb hid -> batch hid">(xv, F(t));
+  t.backward(dimsum::sum<batch, hid>(y * y));
+  // d/dx sum(y^2) = 2 y F^T, by plain loops
+  const auto& gx = dimsum::gradient(xv);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t e = 0; e < 3; ++e) {
+      double want = 0;
+      for (std::size_t h = 0; h < 4; ++h) {
+        double yh = 0;
+        for (std::size_t k = 0; k < 3; ++k) yh += x(batch{b}, emb{k}) * F.value(emb{k}, hid{h});
+        want += 2 * yh * F.value(emb{e}, hid{h});
+      }
+      CHECK(gx(batch{b}, emb{e}) == Approx(want).epsilon(1e-13));
+    }
 }
