@@ -300,3 +300,27 @@ TEST_CASE("grad tape: retain_grad keeps an intermediate's gradient; hooks see an
   auto c = t.constant(make_x());
   CHECK_THROWS_AS(c.retain_grad(), grad::tape_error);
 }
+
+TEST_CASE("grad tape: retain_grad and register_hook on the einsum of two vars (a lazy var)", "[grad][tape]") {
+  w_t w = make_w();
+  const x_t x = make_x();
+  tensor<double, row, out> r(row{x.extent<row>()}, out{w.value.extent<out>()});
+  for (std::size_t i = 0; i < r.size(); ++i) r.data()[i] = 0.25 * double(i) - 0.5;
+  grad::tape t;
+  auto y = dimsum::einsum<"row col, col out -> row out">(t.constant(x), t.watch(w));  // lazy: may start an attention chain
+  STATIC_REQUIRE(grad::detail::is_lazy_var_v<decltype(y)>);
+  y.retain_grad();
+  y.register_hook([](tensor<double, row, out>& g) {
+    for (std::size_t i = 0; i < g.size(); ++i) g.data()[i] *= 2.0;
+  });
+  t.backward(dimsum::sum<row, out>(y * r));
+  const auto& gy = dimsum::gradient(y);  // d loss / d y = r, doubled by the hook
+  for (std::size_t i = 0; i < r.size(); ++i) CHECK(gy.data()[i] == 2.0 * r.data()[i]);
+  // d loss / d W = x^T (2 r), by plain loops
+  for (std::size_t c = 0; c < x.extent<col>(); ++c)
+    for (std::size_t o = 0; o < r.extent<out>(); ++o) {
+      double want = 0;
+      for (std::size_t i = 0; i < x.extent<row>(); ++i) want += x(row{i}, col{c}) * 2.0 * r(row{i}, out{o});
+      CHECK(w.grad(col{c}, out{o}) == Approx(want).epsilon(1e-14));
+    }
+}

@@ -43,12 +43,14 @@ std::size_t average_gradients(const mesh<Axes...>& m, M& module) {
     std::vector<float> f;
     std::vector<double> d;
     auto gather = [&](const std::string&, auto& p) {
-      using T = typename std::remove_cvref_t<decltype(p.grad)>::value_type;
-      auto& buf = [&]() -> auto& {
-        if constexpr (std::is_same_v<T, float>) return f;
-        else return d;
-      }();
-      buf.insert(buf.end(), p.grad.data(), p.grad.data() + p.grad.size());
+      if constexpr (!is_frozen_parameter_v<decltype(p)>) {  // a frozen_parameter has no gradient
+        using T = typename std::remove_cvref_t<decltype(p.grad)>::value_type;
+        auto& buf = [&]() -> auto& {
+          if constexpr (std::is_same_v<T, float>) return f;
+          else return d;
+        }();
+        buf.insert(buf.end(), p.grad.data(), p.grad.data() + p.grad.size());
+      }
     };
     nn::for_each_parameter(module, gather);
     MPI_Comm comm = m.template comm<A>();
@@ -72,13 +74,15 @@ std::size_t average_gradients(const mesh<Axes...>& m, M& module) {
     reduce(d, MPI_DOUBLE);
     std::size_t fi = 0, di = 0;
     auto scatter = [&](const std::string&, auto& p) {
-      using T = typename std::remove_cvref_t<decltype(p.grad)>::value_type;
-      T* g = p.grad.data();
-      for (std::size_t i = 0, n = p.grad.size(); i < n; ++i) {
-        if constexpr (std::is_same_v<T, float>)
-          g[i] = static_cast<T>(f[fi++] / parts);
-        else
-          g[i] = static_cast<T>(d[di++] / parts);
+      if constexpr (!is_frozen_parameter_v<decltype(p)>) {
+        using T = typename std::remove_cvref_t<decltype(p.grad)>::value_type;
+        T* g = p.grad.data();
+        for (std::size_t i = 0, n = p.grad.size(); i < n; ++i) {
+          if constexpr (std::is_same_v<T, float>)
+            g[i] = static_cast<T>(f[fi++] / parts);
+          else
+            g[i] = static_cast<T>(d[di++] / parts);
+        }
       }
     };
     nn::for_each_parameter(module, scatter);

@@ -67,6 +67,16 @@ inline std::pair<std::size_t, std::size_t> zero_range(std::size_t n, std::size_t
 namespace detail {
 /// What save_optimizer_state and load_optimizer_state reach of sharded_adamw.
 struct zero_checkpoint;
+
+/// nn::for_each_parameter without the parameters frozen by their type
+/// (`frozen_parameter`): they have no gradient and no optimizer state, so
+/// they are not part of the flattened parameters.
+template <class M, class F>
+void for_each_trained_parameter(M&& module, F&& f) {
+  nn::for_each_parameter(std::forward<M>(module), [&](const std::string& name, auto& p) {
+    if constexpr (!is_frozen_parameter_v<decltype(p)>) f(name, p);
+  });
+}
 }  // namespace detail
 
 /// AdamW with its state split over mesh axis A (ZeRO-1). `step(m, module)`
@@ -97,7 +107,7 @@ class sharded_adamw {
   template <axis... Axes, class M>
   void step(const mesh<Axes...>& m, M& module) {
     f_.values.clear(), f_.grads.clear(), d_.values.clear(), d_.grads.clear();
-    nn::for_each_parameter(module, [&](const std::string&, auto& p) {
+    detail::for_each_trained_parameter(module, [&](const std::string&, auto& p) {
       auto& part = this->part_of(p);
       part.values.insert(part.values.end(), p.value.data(), p.value.data() + p.value.size());
       part.grads.insert(part.grads.end(), p.grad.data(), p.grad.data() + p.grad.size());
@@ -111,7 +121,7 @@ class sharded_adamw {
     run(f_, MPI_FLOAT, m.template axis_size<A>(), m.template coord<A>(), comm, what, start);
     run(d_, MPI_DOUBLE, m.template axis_size<A>(), m.template coord<A>(), comm, what, start);
     std::size_t fi = 0, di = 0;
-    nn::for_each_parameter(module, [&](const std::string&, auto& p) {
+    detail::for_each_trained_parameter(module, [&](const std::string&, auto& p) {
       using T = typename std::remove_cvref_t<decltype(p.value)>::value_type;
       const std::vector<T>& src = this->part_of(p).values;
       std::size_t& i = std::is_same_v<T, float> ? fi : di;
@@ -139,12 +149,12 @@ class sharded_adamw {
   template <class M, class F>
   static void for_each_flat(const M& module, F&& f) {
     std::size_t nf = 0, nd = 0;
-    nn::for_each_parameter(module, [&](const std::string&, const auto& p) {
+    detail::for_each_trained_parameter(module, [&](const std::string&, const auto& p) {
       using T = typename std::remove_cvref_t<decltype(p.value)>::value_type;
       (std::is_same_v<T, float> ? nf : nd) += p.value.size();
     });
     std::size_t of = 0, od = 0;
-    nn::for_each_parameter(module, [&](const std::string& name, const auto& p) {
+    detail::for_each_trained_parameter(module, [&](const std::string& name, const auto& p) {
       using T = typename std::remove_cvref_t<decltype(p.value)>::value_type;
       std::size_t& o = std::is_same_v<T, float> ? of : od;
       f(name, p, o, std::is_same_v<T, float> ? nf : nd);
@@ -245,7 +255,7 @@ class sharded_adamw {
           v = x;
       });
       optim::adamw::check_options(o);
-      nn::for_each_parameter(module, [&](const std::string& name, const auto&) {
+      detail::for_each_trained_parameter(module, [&](const std::string& name, const auto&) {
         want.insert(name + ".step");
         for (const auto& k : moment_keys(o)) want.insert(name + "." + k);
       });

@@ -74,6 +74,15 @@ class lazy_var : public var_tag {
   grad::tape* owner() const { return materialize().owner(); }
   const std::shared_ptr<node_type>& node() const { return materialize().node(); }
 
+  /// `v.retain_grad()` and `v.register_hook(f)` of the materialised var (a
+  /// result such as `einsum(h, W)` of two vars is lazy; these record it,
+  /// unfused, and keep or hook its gradient as on any var).
+  void retain_grad() const { materialize().retain_grad(); }
+  template <class F>
+  void register_hook(F f) const {
+    materialize().register_hook(std::move(f));
+  }
+
   /// `var<T, Ds...> s = lazy;`: the materialised var (another var type gives
   /// the var assignment's compile error, naming both dim lists).
   template <class U, dimension... Es>

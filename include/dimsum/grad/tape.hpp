@@ -81,6 +81,13 @@ struct a_gradient_hook_takes_the_var_gradient {
                 "dimsum: v.register_hook(f) calls f with v's gradient, a tensor<T, Dims...>& with v's value type and "
                 "dims in v's order; f cannot take it (auto& takes any)");
 };
+template <class VarDims>
+struct gradient_of_the_var_of_a_frozen_parameter {
+  static_assert(detail::always_false<VarDims>,
+                "dimsum: gradient(v), v.retain_grad() or v.register_hook(f) of the var of a frozen_parameter: "
+                "tape.watch(p) of a parameter frozen by its type reads it as a constant, which gets no gradient; "
+                "declare it parameter<T, Dims...> to train it");
+};
 template <class First, class Other>
 struct var_operands_need_the_same_value_type {
   static_assert(detail::always_false<First, Other>,
@@ -355,6 +362,34 @@ struct var_for<T, dim_list<Ds...>> {
 };
 }  // namespace detail
 
+/// The var `tape.watch(p)` gives for a `frozen_parameter` `p`: a constant
+/// var reading `p.value` in place, a `var<T, Ds...>` in every operation,
+/// whose type says it has no gradient: `gradient(v)`, `v.retain_grad()` and
+/// `v.register_hook(f)` are the compile error
+/// `gradient_of_the_var_of_a_frozen_parameter`.
+template <class T, dimension... Ds>
+class frozen_var : public var<T, Ds...> {
+ public:
+  using var_type = var<T, Ds...>;
+  explicit frozen_var(var_type v) : var_type(std::move(v)) {}
+  constexpr void retain_grad() const {
+    dimsum::detail::report<gradient_of_the_var_of_a_frozen_parameter<diagnostic_dims_t<dim_list<Ds...>>>>();
+  }
+  template <class F>
+  constexpr void register_hook(const F&) const {
+    dimsum::detail::report<gradient_of_the_var_of_a_frozen_parameter<diagnostic_dims_t<dim_list<Ds...>>>>();
+  }
+};
+
+namespace detail {
+template <class T, dimension... Ds>
+inline constexpr bool is_var_v<frozen_var<T, Ds...>> = true;
+template <class X>
+inline constexpr bool is_frozen_var_v = false;
+template <class T, dimension... Ds>
+inline constexpr bool is_frozen_var_v<frozen_var<T, Ds...>> = true;
+}  // namespace detail
+
 /// The var type with value type T and the dims of list L.
 template <class T, class L>
 using var_for_t = typename detail::var_for<T, L>::type;
@@ -424,6 +459,22 @@ class tape {
     push(n);
     watched_.push_back(n.get());
     return var<T, Ds...>(this, std::move(n));
+  }
+
+  /// A frozen parameter (`frozen_parameter<T, Ds...>`) on the tape: a
+  /// constant var reading `p.value` in place, as `watch` of a parameter
+  /// whose `requires_grad` is false, typed `frozen_var` (its type says so:
+  /// `gradient(p)` and `gradient(v)` are compile errors).
+  template <class T, dimension... Ds>
+  frozen_var<T, Ds...> watch(frozen_parameter<T, Ds...>& p) {
+    auto n = std::make_shared<detail::var_node<T, Ds...>>();
+    n->value_ptr = &p.value;
+    n->watched_param = true;
+    n->watched_extents = p.value.extents();
+    n->frozen = true;
+    push(n);
+    watched_.push_back(n.get());
+    return frozen_var<T, Ds...>(var<T, Ds...>(this, std::move(n)));
   }
 
   /// A leaf var of value `t` whose gradient backward keeps on the tape,
@@ -635,7 +686,8 @@ std::remove_cvref_t<V> eval(V&& v) {
   return std::forward<V>(v);
 }
 
-/// The gradient of a parameter (its `grad`), of the var `tape.watch(p)`
+/// The gradient of a parameter (its `grad`; of a `frozen_parameter`, the
+/// compile error `gradient_of_a_frozen_parameter`), of the var `tape.watch(p)`
 /// gave (the same `p.grad`) or of a watched tensor's var (what the last
 /// backward accumulated; zeros if nothing reached it), as a tensor with
 /// exactly its dims. A var an operation returned has no gradient to read
@@ -645,7 +697,13 @@ std::remove_cvref_t<V> eval(V&& v) {
 template <dimension... Ask, class X>
 decltype(auto) gradient(const X& x) {
   using P = std::remove_cvref_t<X>;
-  if constexpr (is_parameter_v<P> || grad::detail::var_like<P>) {
+  if constexpr (is_frozen_parameter_v<P>) {
+    detail::report<gradient_of_a_frozen_parameter<diagnostic_dims_t<typename P::dims>>>();
+    return invalid_expression{};
+  } else if constexpr (grad::detail::is_frozen_var_v<P>) {
+    detail::report<gradient_of_the_var_of_a_frozen_parameter<diagnostic_dims_t<typename P::dims>>>();
+    return invalid_expression{};
+  } else if constexpr (is_parameter_v<P> || grad::detail::var_like<P>) {
     using L = typename P::dims;
     if constexpr (sizeof...(Ask) > 0 && !(L::size == sizeof...(Ask) && [] {
                                            constexpr std::array<std::string_view, sizeof...(Ask)> a{Ask::name.view()...};

@@ -79,11 +79,13 @@ void for_each_optimizer_entry(const Opt& opt, M& m, WithState&& with_state, F&& 
   std::size_t i = 0;
   nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
     const std::size_t index = i++;
-    if (!p.requires_grad) return;
-    with_state(index, name, p, [&](auto& s) {
-      Opt::for_each_state_entry(s, opt.group_options(opt.group_of(name, p)),
-                                [&](const char* entry, auto& value) { f(nn::detail::cat(name, ".", entry), value, p); });
-    });
+    if constexpr (!is_frozen_parameter_v<decltype(p)>) {
+      if (!p.requires_grad) return;
+      with_state(index, name, p, [&](auto& s) {
+        Opt::for_each_state_entry(s, opt.group_options(opt.group_of(name, p)),
+                                  [&](const char* entry, auto& value) { f(nn::detail::cat(name, ".", entry), value, p); });
+      });
+    }
   });
 }
 
@@ -91,7 +93,7 @@ void for_each_optimizer_entry(const Opt& opt, M& m, WithState&& with_state, F&& 
 template <class M>
 std::size_t trainable_count(const M& m) {
   std::size_t n = 0;
-  nn::for_each_parameter(m, [&](const std::string&, const auto& p) { n += p.requires_grad ? 1 : 0; });
+  nn::for_each_parameter(m, [&](const std::string&, const auto& p) { n += bool(p.requires_grad) ? 1 : 0; });
   return n;
 }
 
@@ -145,7 +147,10 @@ void save_optimizer_state(const std::string& path, const M& m, const Opt& opt) {
       std::to_string(states.size() != 0 ? io::detail::trainable_count(m) : std::size_t(0));
   if (states.size() != 0) {
     std::size_t visited = 0;
-    nn::for_each_parameter(m, [&](const std::string& name, const auto& p) { states.check(visited++, name, p); });
+    nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
+      if constexpr (!is_frozen_parameter_v<decltype(p)>) states.check(visited, name, p);
+      ++visited;
+    });
     if (visited < states.size())
       throw optim::optimizer_error(nn::detail::cat("optimizer state: the module has ", std::to_string(visited),
                                                    " parameters but the state was created for ",
@@ -308,8 +313,10 @@ void load_optimizer_state(const std::string& path, const M& m, Opt& opt) {
     // changes, as the extents were.
     std::size_t i = 0;
     nn::for_each_parameter(m, [&](const std::string& name, const auto& p) {
-      if (const std::size_t index = i++; p.requires_grad)
-        Opt::check_state(name, p, loaded.states().at(index, name, p), loaded.group_options(loaded.group_of(name, p)));
+      const std::size_t index = i++;
+      if constexpr (!is_frozen_parameter_v<decltype(p)>)
+        if (p.requires_grad)
+          Opt::check_state(name, p, loaded.states().at(index, name, p), loaded.group_options(loaded.group_of(name, p)));
     });
   } else if (!c.tensors.empty()) {
     throw state_dict_error(nn::detail::cat("optimizer state '", path, "' was saved before the first step but holds '",

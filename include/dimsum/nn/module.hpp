@@ -3,7 +3,8 @@
 /// Parameters found by reflection. A module is a struct whose members are
 /// declared with `BOOST_HANA_DEFINE_STRUCT` (or adapted afterwards with
 /// `BOOST_HANA_ADAPT_STRUCT`); Hana gives each member with its name, so
-/// `for_each_parameter(m, f)` visits every `parameter<T, Ds...>` member with
+/// `for_each_parameter(m, f)` visits every `parameter<T, Ds...>` (and
+/// `frozen_parameter<T, Ds...>`) member with
 /// its dotted name ("blocks.0.attn.W_Q"): nested modules recursively,
 /// `std::array` and `std::vector` of modules or parameters as "name.i",
 /// `std::optional` of either under its own name when it holds a value.
@@ -50,7 +51,14 @@ struct module_is_not_a_reflected_struct {
                 "BOOST_HANA_ADAPT_STRUCT");
 };
 
+template <class M>
+class frozen_module;
+
 namespace detail {
+template <class X>
+inline constexpr bool is_frozen_module_v = false;
+template <class M>
+inline constexpr bool is_frozen_module_v<frozen_module<M>> = true;
 
 // Concatenates strings by appending: g++ 12 raises a false -Wrestrict (GCC
 // PR 105329) on `"literal" + std::string&&` at -O2, and messages are built
@@ -101,7 +109,7 @@ struct optional_traits<std::optional<X>> {
 template <class X>
 constexpr bool holds_parameters() {
   using D = std::remove_cvref_t<X>;
-  if constexpr (is_parameter_v<D> || module<D>)
+  if constexpr (is_parameter_v<D> || module<D> || is_frozen_module_v<D>)
     return true;
   else if constexpr (optional_traits<D>::value)
     return holds_parameters<typename optional_traits<D>::element>();
@@ -119,6 +127,11 @@ void visit_member(X&& x, const std::string& name, F& f) {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_parameter_v<D>) {
     f(name, x);
+  } else if constexpr (is_frozen_module_v<D>) {
+    // The wrapped module's parameters under the wrapper's own name; frozen
+    // again after `f`, which may have set a flag (set_requires_grad(m, true)).
+    visit_member(x.module_, name, f);
+    if constexpr (!std::is_const_v<std::remove_reference_t<X>>) x.freeze();
   } else if constexpr (module<D>) {
     boost::hana::for_each(boost::hana::accessors<D>(), [&](auto pair) {
       constexpr auto member_name = boost::hana::first(pair);
@@ -171,8 +184,117 @@ void zero_grad(M& m) {
 /// (`parameter::requires_grad`).
 template <class M>
 void set_requires_grad(M& m, bool flag) {
-  for_each_parameter(m, [flag](const std::string&, auto& p) { p.requires_grad = flag; });
+  for_each_parameter(m, [flag](const std::string&, auto& p) {
+    if constexpr (!is_frozen_parameter_v<decltype(p)>) p.requires_grad = flag;  // a frozen type stays frozen
+  });
 }
+
+/// Compile-time error: `nn::frozen<X>` of an `X` that is neither a
+/// `parameter<T, Dims...>` nor a module (a tensor, a number).
+template <class X>
+struct frozen_takes_a_parameter_or_a_module {
+  static_assert(dimsum::detail::always_false<X>,
+                "dimsum: nn::frozen<X> takes a parameter<T, Dims...> or a module (a BOOST_HANA_DEFINE_STRUCT struct)");
+  using type = X;  // X itself, so that the static_assert is the one error
+};
+
+namespace detail {
+template <class P>
+struct frozen_of {
+  using type = typename frozen_takes_a_parameter_or_a_module<P>::type;
+};
+template <class T, dimension... Ds>
+struct frozen_of<parameter<T, Ds...>> {
+  using type = frozen_parameter<T, Ds...>;
+};
+template <class T, dimension... Ds>
+struct frozen_of<frozen_parameter<T, Ds...>> {
+  using type = frozen_parameter<T, Ds...>;
+};
+template <module M>
+struct frozen_of<M> {
+  using type = frozen_module<M>;
+};
+template <class M>
+struct frozen_of<frozen_module<M>> {
+  using type = frozen_module<M>;
+};
+}  // namespace detail
+
+/// A module `M` frozen by its type (a backbone or an embedding kept fixed
+/// while the rest is fine-tuned: PyTorch's `m.requires_grad_(False)` said in
+/// the declaration), spelled `nn::frozen<M>`. Reflection finds `M`'s
+/// parameters under the member's own name (`embed.weight` for a member
+/// `embed`, as without the wrapper), so checkpoints save and load them, but
+/// every one of them is frozen (`requires_grad` false, and set false again
+/// whenever `for_each_parameter` or `set_requires_grad` visits it): `m(...)`
+/// calls `M`'s forward, on a tape too, where its parameters are constants;
+/// the optimizers and `clip_grad_norm` skip them; `gradient` of one throws
+/// `grad::tape_error`. `m.module()` and `m->` read `M` (const).
+template <class M>
+class frozen_module {
+ public:
+  using module_type = M;
+  frozen_module() { freeze(); }
+  /// Wraps `m`, frozen.
+  explicit frozen_module(M m) : module_(std::move(m)) { freeze(); }
+  /// Constructs `M(args...)`, frozen: `nn::frozen<nn::embedding<float, vocab, emb>> e(vocab{7}, emb{4});`.
+  template <class A, class... R>
+    requires(!std::is_same_v<std::remove_cvref_t<A>, frozen_module> && !std::is_same_v<std::remove_cvref_t<A>, M> &&
+             std::is_constructible_v<M, A, R...>)
+  explicit frozen_module(A&& a, R&&... r) : module_(std::forward<A>(a), std::forward<R>(r)...) {
+    freeze();
+  }
+  /// Replaces the module (weights loaded into a fresh `M`), frozen.
+  frozen_module& operator=(M m) {
+    module_ = std::move(m);
+    freeze();
+    return *this;
+  }
+
+  const M& module() const { return module_; }
+  const M* operator->() const { return &module_; }
+
+  /// `M`'s forward: `e(ids)`, `e(tape, ids)`, `block(x)` on a var; its
+  /// parameters are read as constants on a tape.
+  template <class... A>
+    requires std::is_invocable_v<M&, A...>
+  decltype(auto) operator()(A&&... a) {
+    return module_(std::forward<A>(a)...);
+  }
+  template <class... A>
+    requires std::is_invocable_v<const M&, A...>
+  decltype(auto) operator()(A&&... a) const {
+    return module_(std::forward<A>(a)...);
+  }
+  /// Calls `f(m)` with the module, mutable (`reset_parameters`, loading by
+  /// hand); its parameters are frozen again afterwards.
+  template <class F>
+  void update(F&& f) {
+    std::forward<F>(f)(module_);
+    freeze();
+  }
+
+ private:
+  template <class X, class F>
+  friend void detail::visit_member(X&& x, const std::string& name, F& f);
+  void freeze() {
+    auto off = [](const std::string&, auto& p) {
+      if constexpr (!is_frozen_parameter_v<decltype(p)>) p.requires_grad = false;
+    };
+    detail::visit_member(module_, std::string(), off);
+  }
+  M module_;
+};
+
+/// A member declared frozen in a model struct, saved and loaded under its
+/// name, read as a constant on a tape, skipped by the optimizers:
+/// `nn::frozen<parameter<T, Ds...>>` is `frozen_parameter<T, Ds...>`
+/// (asking for its gradient is a compile error), `nn::frozen<M>` of a
+/// module `M` is `frozen_module<M>` (its parameters keep their type and are
+/// frozen at run time: `gradient` of one throws `grad::tape_error`).
+template <class P>
+using frozen = typename detail::frozen_of<P>::type;
 
 /// The number of trainable elements of `m` (the sum of every parameter's
 /// element count, `sum(p.numel() for p in m.parameters())`).

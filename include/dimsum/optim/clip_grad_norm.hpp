@@ -21,7 +21,7 @@ namespace dimsum::optim {
 /// multiplied by `min(1, max_norm / (total + 1e-6))`. Returns `total`, the
 /// norm before clipping. A non-finite total is returned, not thrown, as
 /// PyTorch's default `error_if_nonfinite=False` does. Frozen parameters
-/// (`requires_grad == false`) are left out, as PyTorch leaves out a
+/// (`requires_grad == false`, and every `frozen_parameter`) are left out, as PyTorch leaves out a
 /// parameter without grad. Throws
 /// `optimizer_error` if `norm_type` is not positive.
 ///
@@ -32,23 +32,27 @@ double clip_grad_norm(M& m, double max_norm, double norm_type = 2.0) {
   const bool inf = std::isinf(norm_type);
   double acc = 0.0;
   nn::for_each_parameter(m, [&](const std::string&, const auto& p) {
-    if (!p.requires_grad) return;
-    const auto* g = p.grad.data();
-    for (std::size_t k = 0; k < p.grad.size(); ++k) {
-      const double a = std::abs(double(g[k]));
-      if (inf)
-        acc = std::isnan(a) || std::isnan(acc) ? std::numeric_limits<double>::quiet_NaN() : std::max(acc, a);
-      else
-        acc += norm_type == 2.0 ? a * a : std::pow(a, norm_type);
+    if constexpr (!is_frozen_parameter_v<decltype(p)>) {
+      if (!p.requires_grad) return;
+      const auto* g = p.grad.data();
+      for (std::size_t k = 0; k < p.grad.size(); ++k) {
+        const double a = std::abs(double(g[k]));
+        if (inf)
+          acc = std::isnan(a) || std::isnan(acc) ? std::numeric_limits<double>::quiet_NaN() : std::max(acc, a);
+        else
+          acc += norm_type == 2.0 ? a * a : std::pow(a, norm_type);
+      }
     }
   });
   const double total = inf ? acc : (norm_type == 2.0 ? std::sqrt(acc) : std::pow(acc, 1.0 / norm_type));
   const double coef = std::min(max_norm / (total + 1e-6), 1.0);
   nn::for_each_parameter(m, [&](const std::string&, auto& p) {
-    if (!p.requires_grad) return;
-    using T = typename std::remove_cvref_t<decltype(p)>::value_type;
-    auto* g = p.grad.data();
-    for (std::size_t k = 0; k < p.grad.size(); ++k) g[k] = g[k] * T(coef);
+    if constexpr (!is_frozen_parameter_v<decltype(p)>) {
+      if (!p.requires_grad) return;
+      using T = typename std::remove_cvref_t<decltype(p)>::value_type;
+      auto* g = p.grad.data();
+      for (std::size_t k = 0; k < p.grad.size(); ++k) g[k] = g[k] * T(coef);
+    }
   });
   return total;
 }

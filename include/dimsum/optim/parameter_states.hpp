@@ -152,7 +152,8 @@ class parameter_states {
 /// group added with `add_group` takes (optim/param_groups.hpp). `step(m)`
 /// visits the parameters of module `m`, checks every group's options
 /// (`Derived::check_options`), skips every frozen parameter
-/// (`requires_grad == false`: no update, no state created), checks that
+/// (`requires_grad == false` or a `frozen_parameter`: no update, no state
+/// created), checks that
 /// each parameter is taken by at most one
 /// added group (`optimizer_error` naming it and both groups, as PyTorch
 /// refuses a parameter in two groups), that each gradient has its value's
@@ -239,10 +240,12 @@ class optimizer_base {
     nn::for_each_parameter(std::as_const(m), [&](const std::string& name, const auto& p) {
       const std::size_t g = group_of(name, p);
       group_index_.push_back(g);
-      states_.check(i, name, p);
-      if (p.requires_grad) {  // a frozen parameter is skipped, as PyTorch skips a parameter without grad
-        detail::check_grad_extents(name, p);
-        if (states_.has(i)) derived().check_state(name, p, states_.at(i, name, p), group_options(g));
+      if constexpr (!is_frozen_parameter_v<decltype(p)>) {  // frozen by its type: never a state
+        states_.check(i, name, p);
+        if (p.requires_grad) {  // a frozen parameter is skipped, as PyTorch skips a parameter without grad
+          detail::check_grad_extents(name, p);
+          if (states_.has(i)) derived().check_state(name, p, states_.at(i, name, p), group_options(g));
+        }
       }
       ++i;
     });
@@ -250,7 +253,8 @@ class optimizer_base {
     i = 0;
     nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
       const Options& o = group_options(group_index_[i]);
-      if (p.requires_grad) derived().update(p, states_.get(i, name, p), o, o.lr * lr_factor_);
+      if constexpr (!is_frozen_parameter_v<decltype(p)>)
+        if (p.requires_grad) derived().update(p, states_.get(i, name, p), o, o.lr * lr_factor_);
       ++i;
     });
   }
