@@ -13,14 +13,10 @@
 #include <type_traits>
 
 #include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/ops/lookup.hpp>
 
 namespace dimsum {
 
-template <class Vocab, class Table>
-struct lookup_table_needs_the_vocab_dim_and_one_more {
-  static_assert(detail::always_false<Vocab, Table>,
-                "dimsum: lookup<Vocab>(table, ids) needs a table with two dims, Vocab and the embedding dim");
-};
 
 /// The rows of `table` (dims Vocab and Emb, in either order) for each id
 /// of the integer tensor `ids`: dims ids' dims..., Emb. An id outside

@@ -1,0 +1,177 @@
+// T5's learned relative-position bias (ops/lookup.hpp, ops/relative_bucket.hpp):
+// bucketed key-minus-query distances gathered from a learned table
+// (bucket, head), added to the scores. Checked against PyTorch float64 of
+// HF transformers' T5 code (fixtures of
+// tests/reference/make_t5_bias_fixtures.py): the bucket function over
+// distances -300..300 for several configurations, the attention output
+// bidirectional (encoder) and causal (decoder) on the fused kernel, and
+// the gradients of q, k, v and the table on vars (one fused node); the
+// same chain with the bias evaluated into a tensor first (unfused), and
+// central finite differences of the table's gradient. Ids out of range
+// throw shape_error, eagerly for a tensor of ids and when read for a lazy
+// expression, in the fused kernel too.
+
+#include <dimsum/dimsum.hpp>
+#include <dimsum/grad/grad.hpp>
+#include <dimsum/ops/lookup.hpp>
+#include <dimsum/ops/relative_bucket.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "golden.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace dimsum;
+
+DIMSUM_DIM(batch);
+DIMSUM_DIM(head);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head);
+DIMSUM_DIM(d_value);
+DIMSUM_DIM(bucket);
+DIMSUM_DIM(distance);
+
+using test::differ;
+
+using Q = tensor<double, batch, head, q_posn, d_head>;
+using K = tensor<double, batch, head, k_posn, d_head>;
+using V = tensor<double, batch, head, k_posn, d_value>;
+using O = tensor<double, batch, head, q_posn, d_value>;
+using Table = tensor<double, bucket, head>;
+using Ids = tensor<std::int64_t, q_posn, k_posn>;
+
+constexpr double ninf = -std::numeric_limits<double>::infinity();
+
+/// A T5 case of the fixtures.
+struct t5_case {
+  std::string name;
+  bool bidirectional;
+  std::int64_t num_buckets, max_distance;
+  std::size_t p;
+};
+const t5_case bidirectional_case{"bidirectional", true, 16, 20, 48};
+const t5_case causal_case{"causal", false, 12, 24, 64};
+
+/// The buckets of the case, lazily (no p x p tensor).
+auto buckets(const t5_case& c) {
+  return t5_relative_bucket(relative_positions<int>(q_posn{c.p}, k_posn{c.p}), c.bidirectional, c.num_buckets,
+                            c.max_distance);
+}
+
+template <class Q0, class K0>
+auto t5_scores(const Q0& q, const K0& k) {
+  return einsum<"batch head q_posn d_head, batch head k_posn d_head -> batch head q_posn k_posn">(q, k);
+}
+
+/// T5 encoder attention: scores plus the gathered bias (lazy or
+/// evaluated), no scale; on tensors or vars.
+template <class Q0, class K0, class V0, class B>
+auto t5_attention(const Q0& q, const K0& k, const V0& v, B&& bias) {
+  return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+      softmax<k_posn>(t5_scores(q, k) + std::forward<B>(bias)), v);
+}
+/// T5 decoder self-attention: the same, causal.
+template <class Q0, class K0, class V0, class B>
+auto t5_causal_attention(const Q0& q, const K0& k, const V0& v, B&& bias) {
+  return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+      softmax<k_posn>(causal_mask<q_posn, k_posn>(t5_scores(q, k) + std::forward<B>(bias), ninf)), v);
+}
+
+}  // namespace
+
+TEST_CASE("t5_bias: t5_relative_bucket matches HF's _relative_position_bucket on -300..300") {
+  const auto rel64 = golden::load<tensor<std::int64_t, distance>>("t5_bias/distances.npy");
+  tensor<int, distance> rel(distance{rel64.size()});
+  for (std::size_t n = 0; n < rel.size(); ++n) rel.data()[n] = static_cast<int>(rel64.data()[n]);
+  struct config {
+    bool bidirectional;
+    std::int64_t num_buckets, max_distance;
+    const char* file;
+  };
+  for (const config c : {config{true, 32, 128, "bi_32_128"}, config{false, 32, 128, "causal_32_128"},
+                         config{true, 16, 20, "bi_16_20"}, config{false, 12, 24, "causal_12_24"},
+                         config{true, 8, 6, "bi_8_6"}}) {
+    INFO(c.file);
+    const tensor<std::int64_t, distance> got = t5_relative_bucket(rel, c.bidirectional, c.num_buckets, c.max_distance);
+    const auto want = golden::load<tensor<std::int64_t, distance>>(std::string("t5_bias/buckets_") + c.file + ".npy");
+    CHECK(differ(got, want, 0.0) == 0);
+  }
+  CHECK(t5_bucket{true, 32, 128}(-3) == 3);
+  CHECK(t5_bucket{true, 32, 128}(3) == 19);
+  CHECK(t5_bucket{false, 32, 128}(3) == 0);
+  CHECK_THROWS_AS(t5_relative_bucket(rel, true, 2, 128), shape_error);
+}
+
+TEST_CASE("t5_bias: lookup on tensors gathers lazily, by name, with ids checked") {
+  Table table(bucket{4}, head{2});
+  for (std::size_t n = 0; n < table.size(); ++n) table.data()[n] = double(10 * (n / 2) + n % 2);  // table[b, h] = 10 b + h
+  Ids ids(q_posn{2}, k_posn{3});
+  const std::int64_t values[] = {0, 3, 1, 2, 2, 0};
+  for (std::size_t n = 0; n < 6; ++n) ids.data()[n] = values[n];
+  const tensor<double, head, q_posn, k_posn> b = lookup<bucket>(table, ids);  // placed by name
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t j = 0; j < 3; ++j) CHECK(b(head{h}, q_posn{i}, k_posn{j}) == double(10 * values[i * 3 + j] + h));
+  static_assert(std::is_same_v<dims_of_t<decltype(lookup<bucket>(table, ids))>, dim_list<q_posn, k_posn, head>>);
+
+  // out of range: a tensor of ids when the gather is built, a lazy one when read
+  ids.data()[4] = 4;
+  CHECK_THROWS_AS(lookup<bucket>(table, ids), shape_error);
+  ids.data()[4] = -1;
+  CHECK_THROWS_AS(lookup<bucket>(table, ids), shape_error);
+  auto lazy = lookup<bucket>(table, t5_relative_bucket(relative_positions<int>(q_posn{3}, k_posn{3}), true, 32, 128));
+  CHECK_THROWS_AS((tensor<double, q_posn, k_posn, head>(lazy)), shape_error);  // buckets up to 31, table has 4
+}
+
+TEST_CASE("t5_bias: the T5 bias fuses into attention on tensors and matches PyTorch") {
+  for (const t5_case& c : {bidirectional_case, causal_case}) {
+    INFO(c.name);
+    const std::string f = "t5_bias/" + c.name + "_";
+    const Q q = golden::load<Q>(f + "q.npy");
+    const K k = golden::load<K>(f + "k.npy");
+    const V v = golden::load<V>(f + "v.npy");
+    const Table table = golden::load<Table>(f + "table.npy");
+    // the bucket function over the case's positions equals PyTorch's
+    golden::check(tensor<std::int64_t, q_posn, k_posn>(buckets(c)), f + "buckets.npy", 0, 0);
+
+    const auto gathered = lookup<bucket>(table, buckets(c));
+    const tensor<double, q_posn, k_posn, head> bias = gathered;  // evaluated: the unfused chain
+    if (c.bidirectional) {
+      using E = decltype(t5_attention(q, k, v, gathered));
+      static_assert(uses_fused_attention_v<E>);
+      static_assert(!uses_fused_attention_v<decltype(einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+                        softmax<k_posn>(eval(t5_scores(q, k) + gathered)), v))>);
+      const O fused = t5_attention(q, k, v, gathered);
+      golden::check(fused, f + "out.npy", 1e-12, 1e-12);
+      const O unfused = einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+          softmax<k_posn>(eval(t5_scores(q, k) + bias)), v);
+      CHECK(differ(fused, unfused, 1e-12) == 0);
+    } else {
+      static_assert(uses_fused_attention_v<decltype(t5_causal_attention(q, k, v, gathered))>);
+      const O fused = t5_causal_attention(q, k, v, gathered);
+      golden::check(fused, f + "out.npy", 1e-12, 1e-12);
+      const O unfused = einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+          softmax<k_posn>(eval(causal_mask<q_posn, k_posn>(t5_scores(q, k) + bias, ninf))), v);
+      CHECK(differ(fused, unfused, 1e-12) == 0);
+    }
+  }
+}
+
+TEST_CASE("t5_bias: an id out of range inside the fused kernel is a shape_error") {
+  const Q q = golden::load<Q>("t5_bias/bidirectional_q.npy");
+  const K k = golden::load<K>("t5_bias/bidirectional_k.npy");
+  const V v = golden::load<V>("t5_bias/bidirectional_v.npy");
+  const Table small(bucket{8}, head{3});  // the case's 16 buckets do not fit
+  auto gathered = lookup<bucket>(small, buckets(bidirectional_case));
+  static_assert(uses_fused_attention_v<decltype(t5_attention(q, k, v, gathered))>);
+  CHECK_THROWS_AS((O(t5_attention(q, k, v, gathered))), shape_error);
+}
