@@ -16,16 +16,70 @@
 #include <dimsum/ops/lookup.hpp>
 #include <dimsum/ops/relative_bucket.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <new>
 #include <string>
 
 #include <catch2/catch.hpp>
 
 #include "golden.hpp"
 #include "support.hpp"
+
+// The largest single heap allocation while `tracking` is set, to show that
+// the fused path allocates nothing of O(p^2). Not under AddressSanitizer or
+// ThreadSanitizer, which must own operator new.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
+#endif
+#endif
+#ifndef DIMSUM_TEST_COUNT_ALLOCATIONS
+#define DIMSUM_TEST_COUNT_ALLOCATIONS 1
+#endif
+
+namespace {
+std::atomic<bool> tracking{false};
+std::atomic<std::size_t> largest{0};
+void track(std::size_t n) {
+  if (!tracking.load(std::memory_order_relaxed)) return;
+  std::size_t seen = largest.load(std::memory_order_relaxed);
+  while (n > seen && !largest.compare_exchange_weak(seen, n)) {
+  }
+}
+}  // namespace
+
+#if DIMSUM_TEST_COUNT_ALLOCATIONS
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // malloc and free pair up; g++ cannot see it
+#endif
+void* operator new(std::size_t n) {
+  track(n);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t al) {
+  track(n);
+  const std::size_t a = static_cast<std::size_t>(al);
+  if (void* p = std::aligned_alloc(a, (std::max<std::size_t>(n, 1) + a - 1) / a * a)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
 
 namespace {
 
@@ -274,4 +328,56 @@ TEST_CASE("t5_bias: on vars the learned table's bias fuses and its gradient matc
 
 TEST_CASE("t5_bias: on vars the learned table's bias fuses and its gradient matches PyTorch (causal)") {
   check_on_vars<true>(causal_case);
+}
+
+TEST_CASE("t5_bias: the fused forward and backward on vars allocate nothing of O(p^2), in float with threads") {
+  // p = 1024, 4 batch indices: the scores of one batch index would be 4 MiB
+  // in float; threads run the batch indices (each with its own copy of the
+  // table's gradient).
+  constexpr std::size_t p = 1024;
+  using QF = tensor<float, batch, head, q_posn, d_head>;
+  using KF = tensor<float, batch, head, k_posn, d_head>;
+  using VF = tensor<float, batch, head, k_posn, d_value>;
+  using OF = tensor<float, batch, head, q_posn, d_value>;
+  using TF = tensor<float, bucket, head>;
+  const QF q0 = test::random_tensor(QF(batch{2}, head{2}, q_posn{p}, d_head{16}), 1);
+  const KF k0 = test::random_tensor(KF(batch{2}, head{2}, k_posn{p}, d_head{16}), 2);
+  const VF v0 = test::random_tensor(VF(batch{2}, head{2}, k_posn{p}, d_value{8}), 3);
+  const TF table0 = test::random_tensor(TF(bucket{32}, head{2}), 4);
+  const OF r = test::random_tensor(OF(batch{2}, head{2}, q_posn{p}, d_value{8}), 5);
+  auto ids = [] { return t5_relative_bucket(relative_positions<int>(q_posn{p}, k_posn{p}), true, 32, 128); };
+
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto table = t.watch(table0);
+  const std::size_t quadratic = p * p * sizeof(float);
+  largest = 0;
+  tracking = true;
+  auto z = t5_attention(q, k, v, lookup<bucket>(table, ids()));
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  tracking = false;
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(largest.load() < quadratic / 4);
+
+  // The unfused chain: the same gradients (float), and the measure sees
+  // its scores.
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  auto utable = u.watch(table0);
+  largest = 0;
+  tracking = true;
+  const tensor<std::int64_t, q_posn, k_posn> uids = ids();
+  auto uz = t5_attention(uq, uk, uv, lookup<bucket>(utable, uids));
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  tracking = false;
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(largest.load() >= quadratic);
+  CHECK(differ(z.value(), uz.value(), 1e-5) == 0);
+  CHECK(differ(gradient(q), gradient(uq), 1e-4) == 0);
+  CHECK(differ(gradient(k), gradient(uk), 1e-4) == 0);
+  CHECK(differ(gradient(v), gradient(uv), 1e-4) == 0);
+  CHECK(differ(gradient(table), gradient(utable), 1e-3) == 0);
 }
