@@ -16,8 +16,9 @@
 /// rounding error, so that a row masked with a large finite fill keeps its
 /// weights). Every stage the pattern fuses is differentiated: scales,
 /// causal and window masks (with offsets), boolean masks, and one additive
-/// bias; the vars a learned part reads (a factor, ALiBi slopes, sinks) get
-/// their gradients, a bias written with tensors is a constant.
+/// bias; the vars a learned part reads (a factor, ALiBi slopes, sinks, a
+/// table a gathered bias reads) get their gradients, a bias written with
+/// tensors is a constant.
 ///
 ///     auto z = dimsum::grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
 ///       return dimsum::einsum<"b i h d_head, b j h d_head -> b h i j">(q, k) ... ;

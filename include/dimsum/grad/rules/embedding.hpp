@@ -4,8 +4,12 @@
 /// dims Vocab and one more, Emb) for integer ids, as torch's
 /// F.embedding(ids, weight); dims of the result: the ids' dims, then Emb.
 /// The gradient is scattered back and accumulated over repeated ids.
+/// With ids a lazy integer expression (T5's bucketed distances), the
+/// lookup of a var is lazy and fuses into attention as its bias, the fused
+/// backward giving the table its gradient.
 ///
 ///     auto tok = dimsum::lookup<vocab>(tape.watch(wte), ids);   // (batch, posn, d_model)
+///     auto bias = dimsum::lookup<bucket>(tape.watch(rel_table), buckets);   // lazy: (q_posn, k_posn, nheads)
 
 #include <algorithm>
 #include <cstdint>
