@@ -80,7 +80,9 @@ namespace dimsum {
 /// gradient into the table's gradient by id, so no positions x positions
 /// tensor exists in either pass. Anywhere else it is recorded as the
 /// eager lookup of the evaluated ids. An id out of range throws
-/// `shape_error` when read. Example:
+/// `shape_error` when read. The ids expression is copied into the lazy
+/// var (an rvalue expression owns everything it reads; one that refers to
+/// an lvalue tensor or expression needs it alive until backward). Example:
 /// `auto z = einsum<...>(softmax<k_posn>(einsum<...>(q, k) + lookup<bucket>(tape.watch(table), buckets)), v);`
 template <dimension Vocab, grad::detail::var_like V, named_expression Ids>
   requires(grad::detail::recorded_var<V> && !detail::is_stored_tensor<std::remove_cvref_t<Ids>>)
