@@ -165,6 +165,21 @@ TEST_CASE("t5_bias: t5_relative_bucket matches HF's _relative_position_bucket on
   CHECK_THROWS_AS(t5_relative_bucket(rel, true, 2, 128), shape_error);
 }
 
+TEST_CASE("t5_bias: buckets of relative_positions, precomputed by distance, equal the bucket function of each distance") {
+  // queries after a cache (offset), more keys than queries, distances well
+  // past max_distance on both sides
+  for (const bool bidirectional : {true, false})
+    for (const std::size_t offset : {std::size_t(0), std::size_t(50)}) {
+      INFO("bidirectional " << bidirectional << ", offset " << offset);
+      const auto rel = relative_positions<int>(q_posn{30}, k_posn{200}, offset);
+      const tensor<std::int64_t, q_posn, k_posn> got = t5_relative_bucket(rel, bidirectional, 16, 20);
+      const tensor<std::int64_t, q_posn, k_posn> want = map(t5_bucket{bidirectional, 16, 20}, rel);
+      CHECK(differ(got, want, 0.0) == 0);
+      const tensor<std::int64_t, k_posn, q_posn> transposed = t5_relative_bucket(rel, bidirectional, 16, 20);  // read by name
+      CHECK(transposed(k_posn{3}, q_posn{29}) == want(q_posn{29}, k_posn{3}));
+    }
+}
+
 TEST_CASE("t5_bias: lookup on tensors gathers lazily, by name, with ids checked") {
   Table table(bucket{4}, head{2});
   for (std::size_t n = 0; n < table.size(); ++n) table.data()[n] = double(10 * (n / 2) + n % 2);  // table[b, h] = 10 b + h
