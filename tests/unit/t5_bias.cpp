@@ -9,7 +9,8 @@
 // same chain with the bias evaluated into a tensor first (unfused), and
 // central finite differences of the table's gradient. Ids out of range
 // throw shape_error, eagerly for a tensor of ids and when read for a lazy
-// expression, in the fused kernel too.
+// expression, in the fused kernel too. A lazy lookup of a var used
+// outside attention is recorded as the eager lookup (gradient: bucket counts).
 
 #include <dimsum/dimsum.hpp>
 #include <dimsum/grad/grad.hpp>
@@ -395,4 +396,24 @@ TEST_CASE("t5_bias: the fused forward and backward on vars allocate nothing of O
   CHECK(differ(gradient(k), gradient(uk), 1e-4) == 0);
   CHECK(differ(gradient(v), gradient(uv), 1e-4) == 0);
   CHECK(differ(gradient(table), gradient(utable), 1e-3) == 0);
+}
+
+TEST_CASE("t5_bias: a lazy lookup of a var used outside attention is recorded as the eager lookup") {
+  const Table table0 = golden::load<Table>("t5_bias/bidirectional_table.npy");
+  const Ids ids = golden::load<Ids>("t5_bias/bidirectional_buckets.npy");  // PyTorch's buckets
+  grad::tape t;
+  auto table = t.watch(table0);
+  auto bias = lookup<bucket>(table, buckets(bidirectional_case));  // lazy: nothing recorded yet
+  const grad::var<double, q_posn, k_posn, head> recorded = bias;   // recorded as the eager lookup
+  for (std::size_t i = 0; i < 48; i += 7)
+    for (std::size_t j = 0; j < 48; j += 5)
+      CHECK(recorded.value()(q_posn{i}, k_posn{j}, head{2}) ==
+            table0(bucket{std::size_t(ids(q_posn{i}, k_posn{j}))}, head{2}));
+  t.backward(sum<q_posn, k_posn, head>(recorded));
+  // d sum / d table[b, h] is the number of (query, key) pairs in bucket b
+  Table count(bucket{16}, head{3});
+  count.fill(0.0);
+  for (std::size_t n = 0; n < ids.size(); ++n)
+    for (std::size_t h = 0; h < 3; ++h) count(bucket{std::size_t(ids.data()[n])}, head{h}) += 1.0;
+  CHECK(differ(gradient(table), count, 0.0) == 0);
 }
