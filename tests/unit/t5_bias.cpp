@@ -11,6 +11,8 @@
 // throw shape_error, eagerly for a tensor of ids and when read for a lazy
 // expression, in the fused kernel too. A lazy lookup of a var used
 // outside attention is recorded as the eager lookup (gradient: bucket counts).
+// In float with threads at p = 1024 the fused path allocates nothing of
+// O(p^2) (operator new watched) and agrees with the unfused chain.
 
 #include <dimsum/dimsum.hpp>
 #include <dimsum/grad/grad.hpp>
