@@ -33,6 +33,8 @@
 #include <dimsum/ops/log_softmax.hpp>
 #include <dimsum/ops/window_mask.hpp>
 #include <dimsum/ops/alibi.hpp>
+#include <dimsum/ops/lookup.hpp>
+#include <dimsum/ops/relative_bucket.hpp>
 #include <dimsum/ops/rename.hpp>
 #include <dimsum/ops/slice.hpp>
 #include <dimsum/ops/sink_softmax.hpp>

@@ -4,9 +4,10 @@
 /// (grad/lazy_var.hpp): a scale by a scalar (`* s`, `s *`, `/ s`), a
 /// factor that is a var over batch dims (`* temp`, a per-head
 /// temperature), `tanh`, `map(with_derivative(f, df), s)`, `causal_mask`, `window_mask`, `masked_fill`,
-/// `where` with a scalar, a constant bias (`+` a tensor or expression) or
-/// a learned ALiBi bias (`+ outer(slope, relative_positions(...))`, slope
-/// a var), and `softmax`, with or without sink logits (a var, or a
+/// `where` with a scalar, a constant bias (`+` a tensor or expression), a
+/// learned ALiBi bias (`+ outer(slope, relative_positions(...))`, slope
+/// a var) or a learned gathered bias (`+ lookup<bucket>(table, ids)`,
+/// table a var, ids lazy: T5's, grad/rules/embedding.hpp), and `softmax`, with or without sink logits (a var, or a
 /// constant copied). The vars a factor or a slope reads join the chain's leaves,
 /// and the fused node gives them their gradients. Each takes a
 /// lazy var and returns one whose expression is the same operation on the
@@ -196,7 +197,8 @@ auto outer(A&& a, B&& b) {
 }
 
 /// A lazy attention chain plus a lazy learned bias (`outer` of a var of
-/// slopes and `relative_positions`), in either order: the chain continues with the
+/// slopes and `relative_positions`, or `lookup` of a var table at lazy
+/// ids), in either order: the chain continues with the
 /// bias's vars among its leaves; anything else is recorded as the sum.
 template <class A, class B>
   requires grad::detail::var_operands<A, B> && grad::detail::lazy_pair<A, B>

@@ -118,11 +118,20 @@ struct score_stage {
 ///     vector of keys at a time from the slope, the row index and an iota;
 ///   - generic (`add` set): `add(ctx, bi, i, j0, n, out)` writes the bias of
 ///     batch index bi, query i, keys [j0, j0 + n) into out[0, n) once per
-///     row and key tile.
+///     row and key tile. A generic bias gathered from a table (`lookup`)
+///     also sets `learned` (the table's values, `learned_size` of them)
+///     and `scatter(ctx, bi, i, j0, n, db, dlearned)`, which adds db[x],
+///     the gradient of the bias at key j0 + x, to the table element it
+///     read, in dlearned laid out as the table: the backward's table
+///     gradient (attention_grad_args::dbias).
 template <class T>
 struct score_bias {
   void (*add)(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, T* out) = nullptr;
   const void* ctx = nullptr;
+  const T* learned = nullptr;
+  std::size_t learned_size = 0;
+  void (*scatter)(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db,
+                  T* dlearned) = nullptr;
   std::size_t at = 0;
   const T* slope = nullptr;
   std::array<std::ptrdiff_t, max_group_rank> slope_batch{};

@@ -67,6 +67,14 @@ struct attention_grad_args {
   /// Each holds `fwd->batch_size()` values, written.
   std::array<T*, max_score_stages> dfactor{};
   T* dslope = nullptr;
+  /// The gradient of a generic bias (`score_bias::add`), row by row
+  /// (nullptr: not wanted): `dbias(dbias_ctx, bi, i, j0, n, db)` receives
+  /// db[x] = dB at (bi, query i, key j0 + x) for x in [0, n), once per
+  /// query row and key tile the backward computes (keys it skips have dB
+  /// = 0). It is called by the thread running batch index bi, and one
+  /// thread runs all of a batch index: a sum per batch index needs no lock.
+  void (*dbias)(void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db) = nullptr;
+  void* dbias_ctx = nullptr;
   /// dsink[bi] = -sum over i of P_sink[i] * D[i], the gradient of the sink
   /// logit of batch index bi (P_sink = exp(sink - lse), D = rowsum(dO * O)).
   T* dsink = nullptr;
@@ -309,6 +317,7 @@ struct attention_backward_kernel {
   struct learned_sums {
     T factor[max_score_stages] = {};
     T slope = T(0);
+    const attention_grad_args<T>* g = nullptr;  // its dbias, called per row
   };
 
   /// Whether the causal (or window) stage st replaces the score at (i, j).
@@ -325,8 +334,9 @@ struct attention_backward_kernel {
   /// input to its sum, the affine bias d times the distance to the slope's.
   /// `value` holds the stages' values of bi, `b` the bias at (i, j), and
   /// views[s](r, c) the flag of mask stage s there (`unmasked`: none set).
+  /// `db` (not nullptr): set to the gradient of the biased score.
   T replay(T raw, T d, const T* value, T b, T distance, std::size_t i, std::size_t j, const flag_view* views,
-           std::size_t r, std::size_t c, bool unmasked, learned_sums* acc) const {
+           std::size_t r, std::size_t c, bool unmasked, learned_sums* acc, T* db = nullptr) const {
     const std::size_t bias_at = a.bias.present() ? a.bias.at : a.n_stages + 1;
     const bool learn_slope = acc != nullptr && a.bias.slope != nullptr;
     T in[max_score_stages];
@@ -349,6 +359,7 @@ struct attention_backward_kernel {
       }
     }
     if (learn_slope && bias_at == a.n_stages) acc->slope += d * distance;
+    if (db && bias_at == a.n_stages) *db = d;
     for (std::size_t s = a.n_stages; s-- > 0;) {
       const score_stage<T>& st = a.stages[s];
       switch (st.op) {
@@ -371,6 +382,7 @@ struct attention_backward_kernel {
           break;
       }
       if (learn_slope && s == bias_at) acc->slope += d * distance;
+      if (db && s == bias_at) *db = d;
     }
     return d;
   }
@@ -412,12 +424,19 @@ struct attention_backward_kernel {
       for (std::size_t st = 0; st < a.n_stages; ++st) value[st] = a.stage_value(st, bi);
       const bool affine = a.bias.slope != nullptr;
       const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
+      // a generic bias's gradient, row by row: dB replaces the raw score
+      // in buf.raw once replay has read it
+      const bool learn_bias = acc && acc->g && acc->g->dbias && a.bias.add;
       for (std::size_t j = 0; j < n; ++j) {
         // the bias as prepare_row added it (buf.bias holds a generic one's row)
         const T b = affine ? simd_ops<T, scalar_arch>::fma(slope, T(j), sbase) : a.bias.add ? buf.bias[j] : T(0);
         const T distance = affine ? a.bias_distance(i, j0 + j) : T(0);
-        ds[j] = replay(buf.raw[j], ds[j], value, b, distance, i, j0 + j, views, r, j, unmasked, acc);
+        T db = T(0);
+        ds[j] = replay(buf.raw[j], ds[j], value, b, distance, i, j0 + j, views, r, j, unmasked, acc,
+                       learn_bias ? &db : nullptr);
+        if (learn_bias) buf.raw[j] = db;
       }
+      if (learn_bias) acc->g->dbias(acc->g->dbias_ctx, bi, i, j0, n, buf.raw);
     }
     // masked_fill's backward: exactly 0 where a mask replaced the score;
     // a causal stage keeps the tile columns [from, to) (as prepare_row)
@@ -498,6 +517,7 @@ struct attention_backward_kernel {
     std::fill(buf.dq, buf.dq + a.nq * dk_pad, T(0));
     const bool learns = learns_parts(g);
     learned_sums acc;
+    acc.g = &g;
     for (std::size_t j0 = 0; j0 < a.nk; j0 += BC) {
       const std::size_t n = std::min(BC, a.nk - j0);
       std::fill(buf.dkt, buf.dkt + a.dk * BC, T(0));  // dKᵀ and dVᵀ of the key tile, summed over query tiles
@@ -592,7 +612,7 @@ struct attention_backward_kernel {
 
   /// Whether g asks for the gradient of a learned part of f.
   static bool learns_parts(const attention_grad_args<T>& g) {
-    bool any = g.dslope != nullptr;
+    bool any = g.dslope != nullptr || g.dbias != nullptr;
     for (T* p : g.dfactor) any = any || p != nullptr;
     return any;
   }

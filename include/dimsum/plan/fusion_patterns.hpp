@@ -29,7 +29,9 @@
 ///   - at most one bias, `x + b` or `b + x`, with b any expression over some
 ///     of the scores' dims, evaluated row by row inside the kernel, never
 ///     materialised; `slope * relative_positions<Q, K>` (ALiBi,
-///     `affine_bias`) is computed by the kernel a vector at a time.
+///     `affine_bias`) is computed by the kernel a vector at a time; a
+///     gather `lookup<bucket>(table, ids)` (T5) is a bias like any other,
+///     whose table a var may learn (its scatter gives the backward dB).
 /// The softmax may have sink logits (`softmax<K>(chain, sinks)`, sinks over
 /// batch dims): each row's denominator starts at exp(sink).
 /// The score einsum must contract exactly one dim (d) and keep the key dim

@@ -16,8 +16,9 @@
 /// rounding error, so that a row masked with a large finite fill keeps its
 /// weights). Every stage the pattern fuses is differentiated: scales,
 /// causal and window masks (with offsets), boolean masks, and one additive
-/// bias; the vars a learned part reads (a factor, ALiBi slopes, sinks) get
-/// their gradients, a bias written with tensors is a constant.
+/// bias; the vars a learned part reads (a factor, ALiBi slopes, sinks, a
+/// table a gathered bias reads) get their gradients, a bias written with
+/// tensors is a constant.
 ///
 ///     auto z = dimsum::grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
 ///       return dimsum::einsum<"b i h d_head, b j h d_head -> b h i j">(q, k) ... ;
@@ -111,6 +112,34 @@ void send_learned_gradient(const X& x, const kernels::attention_args<T>& a, cons
   if (read) x.node()->accumulate(std::move(dx));
 }
 
+/// The gradient of a table a generic bias gathers from (`lookup`), as the
+/// fused backward's `dbias` callback fills it: one copy of the table's
+/// gradient per batch index (`per_batch`, batch-major), each written only
+/// by the thread that runs its batch index, summed by `send`. Memory:
+/// batch indices times the table's size, none in the positions.
+template <class T>
+struct table_gradient {
+  const kernels::attention_args<T>* a = nullptr;
+  std::vector<T> per_batch;
+
+  static void add(void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db) {
+    auto& self = *static_cast<table_gradient*>(ctx);
+    const kernels::score_bias<T>& b = self.a->bias;
+    b.scatter(b.ctx, bi, i, j0, n, db, self.per_batch.data() + bi * b.learned_size);
+  }
+  /// The sum over batch indices into x's gradient, when x is the table.
+  template <class X>
+  void send(const X& x) const {
+    if (!x.requires_grad() || x.value().data() != a->bias.learned) return;
+    const std::size_t size = a->bias.learned_size, nb = size ? per_batch.size() / size : 0;
+    auto dx = X::tensor_type::from_extents(x.value().extents());
+    std::fill_n(dx.data(), dx.size(), T(0));
+    for (std::size_t bi = 0; bi < nb; ++bi)
+      for (std::size_t e = 0; e < size; ++e) dx.data()[e] += per_batch[bi * size + e];
+    x.node()->accumulate(std::move(dx));
+  }
+};
+
 /// Whether one of the vars in `params` that needs a gradient has the value
 /// at `data`.
 template <class Params, class T>
@@ -177,8 +206,21 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params
                 if (learns(params, a.stages[s].factor)) ga.dfactor[s] = std::exchange(next, next + nb);
               if (learns(params, a.bias.slope)) ga.dslope = std::exchange(next, next + nb);
               if (learns(params, a.sink)) ga.dsink = std::exchange(next, next + nb);
+              // a learned table the bias gathers from (`lookup`): each batch
+              // index scatters its rows' bias gradients into its own copy
+              // of the table's gradient (one thread per batch index, so no
+              // races), summed afterwards
+              table_gradient<T> dtable{&a, {}};
+              if (learns(params, a.bias.learned)) {
+                if (!a.bias.scatter) throw tape_error("grad::fused_attention: a learned bias table without a scatter");
+                dtable.per_batch.assign(nb * a.bias.learned_size, T(0));
+                ga.dbias = &table_gradient<T>::add;
+                ga.dbias_ctx = &dtable;
+              }
               kernels::attention_backward(ga);
               std::apply([&](const auto&... x) { (send_learned_gradient(x, a, ga), ...); }, params);
+              if (ga.dbias)
+                std::apply([&](const auto&... x) { (dtable.send(x), ...); }, params);
               // moved into a node that has no gradient yet, else added
               if (q.requires_grad()) q.node()->accumulate(std::move(dq));
               if (k.requires_grad()) k.node()->accumulate(std::move(dk));

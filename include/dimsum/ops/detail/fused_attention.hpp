@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <string_view>
 #include <tuple>
@@ -84,6 +85,33 @@ struct bias_rows {
     }
     for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<T>(ev[j0 + x]);
   }
+  /// A gathered bias (`lookup`, whose evaluator can scatter): adds
+  /// db[0, n) of the row to the table elements it read, in dtable.
+  static void scatter(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db,
+                      T* dtable) {
+    if constexpr (requires(const Ev& e) { e.scatter(j0, n, db, dtable); }) {
+      const auto& self = *static_cast<const bias_rows*>(ctx);
+      Ev ev = self.ev;
+      std::size_t idx[R] = {};
+      for (std::size_t d = R - 2; d-- > 0;) {
+        idx[d] = bi % self.batch_extents[d];
+        bi /= self.batch_extents[d];
+      }
+      idx[R - 2] = i;
+      idx[R - 1] = j0;
+      ev.seek(idx);
+      ev.scatter(j0, n, db, dtable);
+    }
+  }
+};
+
+/// Whether the bias B is a gather from a table of the scores' value type
+/// T (`lookup_expr`): the fused backward can give the table its gradient.
+template <class B, class T>
+constexpr bool gathered_bias = requires(const B& b) {
+  { b.table().data() } -> std::convertible_to<const T*>;
+  b.table().size();
+  typename B::vocab_dim;
 };
 
 /// The kernel's mask source over an evaluator Ev of a boolean expression in
@@ -264,6 +292,11 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
         for (std::size_t i = 0; i < labels.batch_rank; ++i) rows.batch_extents[i] = s_ext[find_name(S::names, labels.all[i])];
         args.bias.add = &bias_rows<T, Ev, Root::size>::add;
         args.bias.ctx = &rows;
+        if constexpr (gathered_bias<B, T>) {
+          args.bias.learned = b.table().data();
+          args.bias.learned_size = b.table().size();
+          args.bias.scatter = &bias_rows<T, Ev, Root::size>::scatter;
+        }
         args.bias.at = args.n_stages;
         f();
       });

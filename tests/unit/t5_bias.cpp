@@ -1,0 +1,421 @@
+// T5's learned relative-position bias (ops/lookup.hpp, ops/relative_bucket.hpp):
+// bucketed key-minus-query distances gathered from a learned table
+// (bucket, head), added to the scores. Checked against PyTorch float64 of
+// HF transformers' T5 code (fixtures of
+// tests/reference/make_t5_bias_fixtures.py): the bucket function over
+// distances -300..300 for several configurations, the attention output
+// bidirectional (encoder) and causal (decoder) on the fused kernel, and
+// the gradients of q, k, v and the table on vars (one fused node); the
+// same chain with the bias evaluated into a tensor first (unfused), and
+// central finite differences of the table's gradient. Ids out of range
+// throw shape_error, eagerly for a tensor of ids and when read for a lazy
+// expression, in the fused kernel too. A lazy lookup of a var used
+// outside attention is recorded as the eager lookup (gradient: bucket counts).
+// In float with threads at p = 1024 the fused path allocates nothing of
+// O(p^2) (operator new watched) and agrees with the unfused chain.
+
+#include <dimsum/dimsum.hpp>
+#include <dimsum/grad/grad.hpp>
+#include <dimsum/ops/lookup.hpp>
+#include <dimsum/ops/relative_bucket.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "golden.hpp"
+#include "support.hpp"
+
+// The largest single heap allocation while `tracking` is set, to show that
+// the fused path allocates nothing of O(p^2). Not under AddressSanitizer or
+// ThreadSanitizer, which must own operator new.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
+#endif
+#endif
+#ifndef DIMSUM_TEST_COUNT_ALLOCATIONS
+#define DIMSUM_TEST_COUNT_ALLOCATIONS 1
+#endif
+
+namespace {
+std::atomic<bool> tracking{false};
+std::atomic<std::size_t> largest{0};
+void track(std::size_t n) {
+  if (!tracking.load(std::memory_order_relaxed)) return;
+  std::size_t seen = largest.load(std::memory_order_relaxed);
+  while (n > seen && !largest.compare_exchange_weak(seen, n)) {
+  }
+}
+}  // namespace
+
+#if DIMSUM_TEST_COUNT_ALLOCATIONS
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // malloc and free pair up; g++ cannot see it
+#endif
+void* operator new(std::size_t n) {
+  track(n);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t al) {
+  track(n);
+  const std::size_t a = static_cast<std::size_t>(al);
+  if (void* p = std::aligned_alloc(a, (std::max<std::size_t>(n, 1) + a - 1) / a * a)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+namespace {
+
+using namespace dimsum;
+
+DIMSUM_DIM(batch);
+DIMSUM_DIM(head);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head);
+DIMSUM_DIM(d_value);
+DIMSUM_DIM(bucket);
+DIMSUM_DIM(distance);
+
+using test::differ;
+
+using Q = tensor<double, batch, head, q_posn, d_head>;
+using K = tensor<double, batch, head, k_posn, d_head>;
+using V = tensor<double, batch, head, k_posn, d_value>;
+using O = tensor<double, batch, head, q_posn, d_value>;
+using Table = tensor<double, bucket, head>;
+using Ids = tensor<std::int64_t, q_posn, k_posn>;
+
+constexpr double ninf = -std::numeric_limits<double>::infinity();
+
+/// A T5 case of the fixtures.
+struct t5_case {
+  std::string name;
+  bool bidirectional;
+  std::int64_t num_buckets, max_distance;
+  std::size_t p;
+};
+const t5_case bidirectional_case{"bidirectional", true, 16, 20, 48};
+const t5_case causal_case{"causal", false, 12, 24, 64};
+
+/// The buckets of the case, lazily (no p x p tensor).
+auto buckets(const t5_case& c) {
+  return t5_relative_bucket(relative_positions<int>(q_posn{c.p}, k_posn{c.p}), c.bidirectional, c.num_buckets,
+                            c.max_distance);
+}
+
+template <class Q0, class K0>
+auto t5_scores(const Q0& q, const K0& k) {
+  return einsum<"batch head q_posn d_head, batch head k_posn d_head -> batch head q_posn k_posn">(q, k);
+}
+
+/// T5 encoder attention: scores plus the gathered bias (lazy or
+/// evaluated), no scale; on tensors or vars.
+template <class Q0, class K0, class V0, class B>
+auto t5_attention(const Q0& q, const K0& k, const V0& v, B&& bias) {
+  return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+      softmax<k_posn>(t5_scores(q, k) + std::forward<B>(bias)), v);
+}
+/// T5 decoder self-attention: the same, causal.
+template <class Q0, class K0, class V0, class B>
+auto t5_causal_attention(const Q0& q, const K0& k, const V0& v, B&& bias) {
+  return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+      softmax<k_posn>(causal_mask<q_posn, k_posn>(t5_scores(q, k) + std::forward<B>(bias), ninf)), v);
+}
+
+}  // namespace
+
+TEST_CASE("t5_bias: t5_relative_bucket matches HF's _relative_position_bucket on -300..300") {
+  const auto rel64 = golden::load<tensor<std::int64_t, distance>>("t5_bias/distances.npy");
+  tensor<int, distance> rel(distance{rel64.size()});
+  for (std::size_t n = 0; n < rel.size(); ++n) rel.data()[n] = static_cast<int>(rel64.data()[n]);
+  struct config {
+    bool bidirectional;
+    std::int64_t num_buckets, max_distance;
+    const char* file;
+  };
+  for (const config c : {config{true, 32, 128, "bi_32_128"}, config{false, 32, 128, "causal_32_128"},
+                         config{true, 16, 20, "bi_16_20"}, config{false, 12, 24, "causal_12_24"},
+                         config{true, 8, 6, "bi_8_6"}}) {
+    INFO(c.file);
+    const tensor<std::int64_t, distance> got = t5_relative_bucket(rel, c.bidirectional, c.num_buckets, c.max_distance);
+    const auto want = golden::load<tensor<std::int64_t, distance>>(std::string("t5_bias/buckets_") + c.file + ".npy");
+    CHECK(differ(got, want, 0.0) == 0);
+  }
+  CHECK(t5_bucket{true, 32, 128}(-3) == 3);
+  CHECK(t5_bucket{true, 32, 128}(3) == 19);
+  CHECK(t5_bucket{false, 32, 128}(3) == 0);
+  CHECK_THROWS_AS(t5_relative_bucket(rel, true, 2, 128), shape_error);
+}
+
+TEST_CASE("t5_bias: buckets of relative_positions, precomputed by distance, equal the bucket function of each distance") {
+  // queries after a cache (offset), more keys than queries, distances well
+  // past max_distance on both sides
+  for (const bool bidirectional : {true, false})
+    for (const std::size_t offset : {std::size_t(0), std::size_t(50)}) {
+      INFO("bidirectional " << bidirectional << ", offset " << offset);
+      const auto rel = relative_positions<int>(q_posn{30}, k_posn{200}, offset);
+      const tensor<std::int64_t, q_posn, k_posn> got = t5_relative_bucket(rel, bidirectional, 16, 20);
+      const tensor<std::int64_t, q_posn, k_posn> want = map(t5_bucket{bidirectional, 16, 20}, rel);
+      CHECK(differ(got, want, 0.0) == 0);
+      const tensor<std::int64_t, k_posn, q_posn> transposed = t5_relative_bucket(rel, bidirectional, 16, 20);  // read by name
+      CHECK(transposed(k_posn{3}, q_posn{29}) == want(q_posn{29}, k_posn{3}));
+    }
+}
+
+TEST_CASE("t5_bias: lookup on tensors gathers lazily, by name, with ids checked") {
+  Table table(bucket{4}, head{2});
+  for (std::size_t n = 0; n < table.size(); ++n) table.data()[n] = double(10 * (n / 2) + n % 2);  // table[b, h] = 10 b + h
+  Ids ids(q_posn{2}, k_posn{3});
+  const std::int64_t values[] = {0, 3, 1, 2, 2, 0};
+  for (std::size_t n = 0; n < 6; ++n) ids.data()[n] = values[n];
+  const tensor<double, head, q_posn, k_posn> b = lookup<bucket>(table, ids);  // placed by name
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t j = 0; j < 3; ++j) CHECK(b(head{h}, q_posn{i}, k_posn{j}) == double(10 * values[i * 3 + j] + h));
+  static_assert(std::is_same_v<dims_of_t<decltype(lookup<bucket>(table, ids))>, dim_list<q_posn, k_posn, head>>);
+
+  // out of range: a tensor of ids when the gather is built, a lazy one when read
+  ids.data()[4] = 4;
+  CHECK_THROWS_AS(lookup<bucket>(table, ids), shape_error);
+  ids.data()[4] = -1;
+  CHECK_THROWS_AS(lookup<bucket>(table, ids), shape_error);
+  auto lazy = lookup<bucket>(table, t5_relative_bucket(relative_positions<int>(q_posn{3}, k_posn{3}), true, 32, 128));
+  CHECK_THROWS_AS((tensor<double, q_posn, k_posn, head>(lazy)), shape_error);  // buckets up to 31, table has 4
+}
+
+TEST_CASE("t5_bias: the T5 bias fuses into attention on tensors and matches PyTorch") {
+  for (const t5_case& c : {bidirectional_case, causal_case}) {
+    INFO(c.name);
+    const std::string f = "t5_bias/" + c.name + "_";
+    const Q q = golden::load<Q>(f + "q.npy");
+    const K k = golden::load<K>(f + "k.npy");
+    const V v = golden::load<V>(f + "v.npy");
+    const Table table = golden::load<Table>(f + "table.npy");
+    // the bucket function over the case's positions equals PyTorch's
+    golden::check(tensor<std::int64_t, q_posn, k_posn>(buckets(c)), f + "buckets.npy", 0, 0);
+
+    const auto gathered = lookup<bucket>(table, buckets(c));
+    const tensor<double, q_posn, k_posn, head> bias = gathered;  // evaluated: the unfused chain
+    if (c.bidirectional) {
+      using E = decltype(t5_attention(q, k, v, gathered));
+      static_assert(uses_fused_attention_v<E>);
+      static_assert(!uses_fused_attention_v<decltype(einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+                        softmax<k_posn>(eval(t5_scores(q, k) + gathered)), v))>);
+      const O fused = t5_attention(q, k, v, gathered);
+      golden::check(fused, f + "out.npy", 1e-12, 1e-12);
+      const O unfused = einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+          softmax<k_posn>(eval(t5_scores(q, k) + bias)), v);
+      CHECK(differ(fused, unfused, 1e-12) == 0);
+    } else {
+      static_assert(uses_fused_attention_v<decltype(t5_causal_attention(q, k, v, gathered))>);
+      const O fused = t5_causal_attention(q, k, v, gathered);
+      golden::check(fused, f + "out.npy", 1e-12, 1e-12);
+      const O unfused = einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+          softmax<k_posn>(eval(causal_mask<q_posn, k_posn>(t5_scores(q, k) + bias, ninf))), v);
+      CHECK(differ(fused, unfused, 1e-12) == 0);
+    }
+  }
+}
+
+TEST_CASE("t5_bias: an id out of range inside the fused kernel is a shape_error") {
+  const Q q = golden::load<Q>("t5_bias/bidirectional_q.npy");
+  const K k = golden::load<K>("t5_bias/bidirectional_k.npy");
+  const V v = golden::load<V>("t5_bias/bidirectional_v.npy");
+  const Table small(bucket{8}, head{3});  // the case's 16 buckets do not fit
+  auto gathered = lookup<bucket>(small, buckets(bidirectional_case));
+  static_assert(uses_fused_attention_v<decltype(t5_attention(q, k, v, gathered))>);
+  CHECK_THROWS_AS((O(t5_attention(q, k, v, gathered))), shape_error);
+}
+
+namespace {
+
+/// Central differences (step 1e-6) of sum(f(x) * r) along every element of
+/// x, f evaluated on tensors.
+template <class X, class F, class R>
+X finite_difference(X x, F f, const R& r) {
+  X g = X::from_extents(x.extents());
+  auto loss = [&] {
+    const R out = f(x);
+    double s = 0;
+    for (std::size_t n = 0; n < out.size(); ++n) s += out.data()[n] * r.data()[n];
+    return s;
+  };
+  for (std::size_t n = 0; n < x.size(); ++n) {
+    const double x0 = x.data()[n];
+    x.data()[n] = x0 + 1e-6;
+    const double up = loss();
+    x.data()[n] = x0 - 1e-6;
+    const double down = loss();
+    x.data()[n] = x0;
+    g.data()[n] = (up - down) / 2e-6;
+  }
+  return g;
+}
+
+/// T5 attention (causal: the decoder's) on tensors or vars, the bias
+/// given (lazy or a recorded var) or gathered lazily from the table.
+template <bool Causal, class Q0, class K0, class V0, class B>
+auto t5_biased(const Q0& q, const K0& k, const V0& v, B&& bias) {
+  if constexpr (Causal)
+    return t5_causal_attention(q, k, v, std::forward<B>(bias));
+  else
+    return t5_attention(q, k, v, std::forward<B>(bias));
+}
+template <bool Causal, class Q0, class K0, class V0, class T0>
+auto t5_case_attention(const t5_case& c, const Q0& q, const K0& k, const V0& v, const T0& table) {
+  return t5_biased<Causal>(q, k, v, lookup<bucket>(table, buckets(c)));
+}
+
+/// The fused node on vars against PyTorch, the unfused chain and finite
+/// differences.
+template <bool Causal>
+void check_on_vars(const t5_case& c) {
+  INFO(c.name);
+  const std::string f = "t5_bias/" + c.name + "_";
+  const Q q0 = golden::load<Q>(f + "q.npy");
+  const K k0 = golden::load<K>(f + "k.npy");
+  const V v0 = golden::load<V>(f + "v.npy");
+  const Table table0 = golden::load<Table>(f + "table.npy");
+  const O r = golden::load<O>(f + "r.npy");
+
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto table = t.watch(table0);
+  const std::size_t leaves = t.size();
+  auto z = t5_case_attention<Causal>(c, q, k, v, table);
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  CHECK(t.size() == leaves + 1);  // one fused node: the bias is never recorded
+  golden::check(z.value(), f + "out.npy", 1e-12, 1e-12);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  golden::check(gradient(q), f + "grad_q.npy", 1e-12, 1e-12);
+  golden::check(gradient(k), f + "grad_k.npy", 1e-12, 1e-12);
+  golden::check(gradient(v), f + "grad_v.npy", 1e-12, 1e-12);
+  golden::check(gradient(table), f + "grad_table.npy", 1e-12, 1e-12);
+
+  // The unfused chain on vars (the gathered bias recorded as a var, the
+  // scores materialised): the same values and gradients.
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  auto utable = u.watch(table0);
+  const tensor<std::int64_t, q_posn, k_posn> ids = buckets(c);
+  auto ubias = lookup<bucket>(utable, ids);  // eager: a recorded var (q_posn, k_posn, head)
+  auto uz = t5_biased<Causal>(uq, uk, uv, ubias);
+  static_assert(!uses_fused_attention_v<decltype(uz)>);
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  CHECK(differ(z.value(), uz.value(), 1e-12) == 0);
+  CHECK(differ(gradient(q), gradient(uq), 1e-12) == 0);
+  CHECK(differ(gradient(k), gradient(uk), 1e-12) == 0);
+  CHECK(differ(gradient(v), gradient(uv), 1e-12) == 0);
+  CHECK(differ(gradient(table), gradient(utable), 1e-12) == 0);
+
+  // Central finite differences of the fused tensor forward, table element by element.
+  const Table fd = finite_difference(table0, [&](const Table& x) { return O(t5_case_attention<Causal>(c, q0, k0, v0, x)); }, r);
+  CHECK(differ(gradient(table), fd, 1e-7) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("t5_bias: on vars the learned table's bias fuses and its gradient matches PyTorch (bidirectional)") {
+  check_on_vars<false>(bidirectional_case);
+}
+
+TEST_CASE("t5_bias: on vars the learned table's bias fuses and its gradient matches PyTorch (causal)") {
+  check_on_vars<true>(causal_case);
+}
+
+TEST_CASE("t5_bias: the fused forward and backward on vars allocate nothing of O(p^2), in float with threads") {
+  // p = 1024, 4 batch indices: the scores of one batch index would be 4 MiB
+  // in float; threads run the batch indices (each with its own copy of the
+  // table's gradient).
+  constexpr std::size_t p = 1024;
+  using QF = tensor<float, batch, head, q_posn, d_head>;
+  using KF = tensor<float, batch, head, k_posn, d_head>;
+  using VF = tensor<float, batch, head, k_posn, d_value>;
+  using OF = tensor<float, batch, head, q_posn, d_value>;
+  using TF = tensor<float, bucket, head>;
+  const QF q0 = test::random_tensor(QF(batch{2}, head{2}, q_posn{p}, d_head{16}), 1);
+  const KF k0 = test::random_tensor(KF(batch{2}, head{2}, k_posn{p}, d_head{16}), 2);
+  const VF v0 = test::random_tensor(VF(batch{2}, head{2}, k_posn{p}, d_value{8}), 3);
+  const TF table0 = test::random_tensor(TF(bucket{32}, head{2}), 4);
+  const OF r = test::random_tensor(OF(batch{2}, head{2}, q_posn{p}, d_value{8}), 5);
+  auto ids = [] { return t5_relative_bucket(relative_positions<int>(q_posn{p}, k_posn{p}), true, 32, 128); };
+
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto table = t.watch(table0);
+  const std::size_t quadratic = p * p * sizeof(float);
+  largest = 0;
+  tracking = true;
+  auto z = t5_attention(q, k, v, lookup<bucket>(table, ids()));
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  tracking = false;
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(largest.load() < quadratic / 4);
+
+  // The unfused chain: the same gradients (float), and the measure sees
+  // its scores.
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  auto utable = u.watch(table0);
+  largest = 0;
+  tracking = true;
+  const tensor<std::int64_t, q_posn, k_posn> uids = ids();
+  auto uz = t5_attention(uq, uk, uv, lookup<bucket>(utable, uids));
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  tracking = false;
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(largest.load() >= quadratic);
+  CHECK(differ(z.value(), uz.value(), 1e-5) == 0);
+  CHECK(differ(gradient(q), gradient(uq), 1e-4) == 0);
+  CHECK(differ(gradient(k), gradient(uk), 1e-4) == 0);
+  CHECK(differ(gradient(v), gradient(uv), 1e-4) == 0);
+  CHECK(differ(gradient(table), gradient(utable), 1e-3) == 0);
+}
+
+TEST_CASE("t5_bias: a lazy lookup of a var used outside attention is recorded as the eager lookup") {
+  const Table table0 = golden::load<Table>("t5_bias/bidirectional_table.npy");
+  const Ids ids = golden::load<Ids>("t5_bias/bidirectional_buckets.npy");  // PyTorch's buckets
+  grad::tape t;
+  auto table = t.watch(table0);
+  auto bias = lookup<bucket>(table, buckets(bidirectional_case));  // lazy: nothing recorded yet
+  const grad::var<double, q_posn, k_posn, head> recorded = bias;   // recorded as the eager lookup
+  for (std::size_t i = 0; i < 48; i += 7)
+    for (std::size_t j = 0; j < 48; j += 5)
+      CHECK(recorded.value()(q_posn{i}, k_posn{j}, head{2}) ==
+            table0(bucket{std::size_t(ids(q_posn{i}, k_posn{j}))}, head{2}));
+  t.backward(sum<q_posn, k_posn, head>(recorded));
+  // d sum / d table[b, h] is the number of (query, key) pairs in bucket b
+  Table count(bucket{16}, head{3});
+  count.fill(0.0);
+  for (std::size_t n = 0; n < ids.size(); ++n)
+    for (std::size_t h = 0; h < 3; ++h) count(bucket{std::size_t(ids.data()[n])}, head{h}) += 1.0;
+  CHECK(differ(gradient(table), count, 0.0) == 0);
+}
