@@ -98,6 +98,30 @@ constexpr int bf16_operand_kind() {  // 1: a bf16 var, 2: a bf16 tensor, 0: a sc
 template <class... Xs>
 inline constexpr bool bf16_operands_v = ((bf16_operand_kind<Xs>() == 1) || ...) && ((bf16_operand_kind<Xs>() >= 0) && ...);
 
+/// Whether the operands mix a bf16 var or tensor with a var or tensor of
+/// another value type (a compile error unless one is cast, as on tensors).
+template <class... Xs>
+inline constexpr bool mixes_bf16_v = ((bf16_operand_kind<Xs>() > 0) || ...) && ((bf16_operand_kind<Xs>() < 0) || ...);
+
+/// The value type of the first operand that is neither bf16 nor a scalar.
+template <class... Xs>
+struct first_non_bf16 {
+  using type = void;
+};
+template <class X, class... Xs>
+struct first_non_bf16<X, Xs...> {
+  using type = typename std::conditional_t<(bf16_operand_kind<X>() < 0),
+                                           std::type_identity<value_type_of_t<X>>, first_non_bf16<Xs...>>::type;
+};
+
+/// The one error for an operation on vars that mixes bf16 with another
+/// value type: the element-wise operations' (ops/elementwise.hpp).
+template <class... Xs>
+void report_bf16_mix() {
+  dimsum::detail::report<elementwise_operands_have_different_value_types<
+      bf16, typename first_non_bf16<std::remove_cvref_t<Xs>...>::type>>();
+}
+
 }  // namespace dimsum::grad::detail
 
 namespace dimsum::grad {
