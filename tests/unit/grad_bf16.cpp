@@ -199,6 +199,12 @@ TEST_CASE("bf16 var gradients: element-wise operations with broadcasting", "[gra
   check_rule("sqrt", tolerance{1, 1}, [](auto p) { return dimsum::sqrt(p); }, positive);
   check_rule("gelu", tolerance{1, 1}, [](auto x) { return dimsum::gelu(x); }, x);
   check_rule("tanh", tolerance{1, 1}, [](auto x) { return dimsum::tanh(x); }, x);
+  check_rule("gelu_tanh", tolerance{1, 1}, [](auto x) { return dimsum::gelu_tanh(x); }, x);
+  check_rule("sigmoid", tolerance{1, 1}, [](auto x) { return dimsum::sigmoid(x); }, x);
+  check_rule("silu", tolerance{1, 1}, [](auto x) { return dimsum::silu(x); }, x);
+  check_rule("log", tolerance{1, 1}, [](auto p) { return dimsum::log(p); }, positive);
+  // relu's gradient is selected (no element of x is within h of its kink at 0)
+  check_rule("relu", tolerance{1, 1}, [](auto x) { return dimsum::relu(x); }, x);
 }
 
 TEST_CASE("bf16 var gradients: softmax, log_softmax, cross_entropy", "[grad][bf16]") {
