@@ -212,6 +212,14 @@ TEST_CASE("bf16 var gradients: softmax, log_softmax, cross_entropy", "[grad][bf1
   check_rule("softmax<b>", tolerance{1, 32}, [](auto x) { return dimsum::softmax<b>(x); }, x);
   check_rule("softmax<a>", tolerance{1, 5}, [](auto x) { return dimsum::softmax<a>(x); }, x);
   check_rule("log_softmax<b>", tolerance{1, 32}, [](auto x) { return dimsum::log_softmax<b>(x); }, x);
+  // Attention's middle on bf16 vars (it runs unfused): scale, causal mask, softmax.
+  const auto scores = random_bf16(tensor<double, a, b>::from_extents({6, 6}), 23, 3.0);
+  check_rule("softmax<b>(causal_mask<a, b>(s * 0.5, -inf))", tolerance{1, 6, 2}, [](auto s) {
+    return dimsum::softmax<b>(dimsum::causal_mask<a, b>(s * 0.5, -std::numeric_limits<double>::infinity()));
+  }, scores);
+  tensor<bool, b> keep(b{6});
+  for (std::size_t i = 0; i < 6; ++i) keep.data()[i] = i % 3 != 1;
+  check_rule("masked_fill", tolerance{1, 1}, [&](auto s) { return dimsum::masked_fill(s, keep, -1.0); }, scores);
   tensor<std::int64_t, batch, posn> ids(batch{2}, posn{3});
   const std::int64_t id[] = {0, 9, 3, 3, 15, 7};
   std::copy(std::begin(id), std::end(id), ids.data());
