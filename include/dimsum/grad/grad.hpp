@@ -8,6 +8,7 @@
 #include <dimsum/grad/rules/activation.hpp>
 #include <dimsum/grad/rules/argmax.hpp>
 #include <dimsum/grad/rules/attention.hpp>
+#include <dimsum/grad/rules/cast.hpp>
 #include <dimsum/grad/rules/cumsum.hpp>
 #include <dimsum/grad/rules/dropout.hpp>
 #include <dimsum/grad/rules/einsum.hpp>

@@ -167,10 +167,25 @@ struct var_node final : node_base {
 
   const tensor_type& value() const { return *value_ptr; }
 
+  // A bf16 var's gradient is summed in float32 (docs/design.md, "bfloat16
+  // gradients"): every contribution goes into `wide`, in float32, and the
+  // sum is rounded to bf16 once, when backward reaches this node
+  // (`settle`), before hooks and the rule see it. For float and double,
+  // `wide` is an empty member and contributions go straight into `grad`.
+  using wide_value_type = accumulator_t<T>;
+  static constexpr bool sums_wide = !std::is_same_v<wide_value_type, T>;
+  using wide_tensor_type = tensor<wide_value_type, Ds...>;
+  struct no_wide {};
+  [[no_unique_address]] std::conditional_t<sums_wide, wide_tensor_type, no_wide> wide;
+  bool has_wide = false;
+
   /// grad += e, where e has these dims or a subset of them (broadcast).
+  /// For a bf16 var, e may be bf16 or float32: it is added in float32.
   template <class E>
   void accumulate(E&& e) {
-    if constexpr (same_name_set_v<dim_list<Ds...>, dims_of_t<E>>) {
+    if constexpr (sums_wide) {
+      accumulate_wide(std::forward<E>(e));
+    } else if constexpr (same_name_set_v<dim_list<Ds...>, dims_of_t<E>>) {
       if (!has_grad) {
         grad = std::forward<E>(e);  // a tensor rvalue is moved in, not copied
         has_grad = true;
@@ -192,8 +207,95 @@ struct var_node final : node_base {
       sum.eval_to(strided<T, sizeof...(Ds)>{grad.data(), grad.extents(), grad.strides()});
     }
   }
+  /// The float32 sum of a bf16 var's gradient: wide += e (e of these dims
+  /// or a subset, bf16 or float32; bf16 is widened exactly).
+  template <class E>
+  void accumulate_wide(E&& e)
+    requires sums_wide
+  {
+    using A = wide_value_type;
+    if constexpr (same_name_set_v<dim_list<Ds...>, dims_of_t<E>> && std::is_same_v<value_type_of_t<E>, A>) {
+      if (!has_wide) {
+        wide = std::forward<E>(e);  // a float tensor rvalue is moved in
+        has_wide = true;
+        return;
+      }
+    }
+    auto t = [&] {
+      if constexpr (std::is_same_v<value_type_of_t<E>, A>)
+        return dimsum::eval(std::forward<E>(e));
+      else
+        return dimsum::eval(dimsum::cast<A>(std::forward<E>(e)));
+    }();
+    if constexpr (same_name_set_v<dim_list<Ds...>, dims_of_t<decltype(t)>> &&
+                  same_names_in_order<dims_of_t<decltype(t)>, dim_list<Ds...>>()) {
+      if (!has_wide) {
+        wide = std::move(t);
+        has_wide = true;
+        return;
+      }
+      kernels::detail::add_contiguous(wide.data(), t.data(), wide.size());
+    } else {
+      ensure_wide();
+      auto sum = wide + t;
+      static_assert(same_names_in_order<dims_of_t<decltype(sum)>, dim_list<Ds...>>());
+      sum.eval_to(strided<A, sizeof...(Ds)>{wide.data(), wide.extents(), wide.strides()});
+    }
+  }
+  /// wide += the float32 buffer at p, laid out as this node's value.
+  void accumulate_wide_raw(const wide_value_type* p)
+    requires sums_wide
+  {
+    if (!has_wide) {
+      wide = uninitialized_tensor<wide_tensor_type>(value().extents());
+      std::copy_n(p, wide.size(), wide.data());
+      has_wide = true;
+      return;
+    }
+    kernels::detail::add_contiguous(wide.data(), p, wide.size());
+  }
+  void ensure_wide()
+    requires sums_wide
+  {
+    if (!has_wide) {
+      wide = wide_tensor_type::from_extents(value().extents());
+      has_wide = true;
+    }
+  }
+  /// Rounds a bf16 var's float32 gradient sum to bf16, once (nothing when
+  /// nothing was summed, or for float and double vars).
+  void settle() {
+    if constexpr (sums_wide) {
+      if (!has_wide) return;
+      if (has_grad) {  // set directly (a loss's seed): joins the sum
+        const T* g = grad.data();
+        wide_value_type* w = wide.data();
+        for (std::size_t i = 0, n = wide.size(); i < n; ++i) w[i] += static_cast<wide_value_type>(g[i]);
+      }
+      grad = uninitialized_tensor<tensor_type>(value().extents());
+      const wide_value_type* w = wide.data();
+      T* g = grad.data();
+      for (std::size_t i = 0, n = grad.size(); i < n; ++i) g[i] = T(w[i]);
+      has_grad = true;
+      drop_wide();
+    }
+  }
+  void drop_wide() noexcept {
+    if constexpr (sums_wide) {
+      has_wide = false;
+      if constexpr (((Ds::static_extent == dynamic) || ...)) wide = wide_tensor_type();
+    }
+  }
+
   /// grad += the buffer at p, laid out as this node's value (row-major).
+  /// For a bf16 var: widened and added to the float32 sum.
   void accumulate_raw(const T* p) {
+    if constexpr (sums_wide) {
+      ensure_wide();
+      wide_value_type* w = wide.data();
+      for (std::size_t i = 0, n = wide.size(); i < n; ++i) w[i] += static_cast<wide_value_type>(p[i]);
+      return;
+    }
     if (!has_grad) {  // the first contribution: copied, not added to zeros
       grad = uninitialized_tensor<tensor_type>(value().extents());
       std::copy_n(p, grad.size(), grad.data());
@@ -209,6 +311,7 @@ struct var_node final : node_base {
     }
   }
   void propagate() override {
+    settle();
     if (!has_grad) return;
     for (auto& h : hooks) h(grad);
     if (!rule) return;
@@ -235,7 +338,9 @@ struct var_node final : node_base {
     throw tape_error(m);
   }
   void release_grad() noexcept override {
-    if (keep_grad || !has_grad) return;
+    if (keep_grad) return;
+    drop_wide();
+    if (!has_grad) return;
     // A default tensor is empty when a dim is dynamic (activations have
     // dynamic batch and position dims); an all-static one keeps its size.
     if constexpr (((Ds::static_extent == dynamic) || ...)) grad = tensor_type();
@@ -454,7 +559,12 @@ class tape {
     parameter<T, Ds...>* pp = &p;
     n->rule = [pp](const tensor<T, Ds...>& g, const tensor<T, Ds...>&) {
       if (pp->grad.extents() != pp->value.extents()) pp->zero_grad();
-      kernels::detail::add_contiguous(pp->grad.data(), g.data(), g.size());
+      if constexpr (is_bf16_v<T>) {  // a bf16 parameter's grad is bf16: each step's sum rounds once
+        T* out = pp->grad.data();
+        for (std::size_t i = 0, n = g.size(); i < n; ++i) out[i] = T(static_cast<float>(out[i]) + static_cast<float>(g.data()[i]));
+      } else {
+        kernels::detail::add_contiguous(pp->grad.data(), g.data(), g.size());
+      }
     };
     push(n);
     watched_.push_back(n.get());

@@ -12,6 +12,7 @@
 #include <numbers>
 
 #include <dimsum/grad/rules/elementwise.hpp>
+#include <dimsum/grad/rules/cast.hpp>
 #include <dimsum/kernels/vector_math.hpp>
 
 namespace dimsum::grad::detail {
@@ -74,28 +75,44 @@ auto relu(V&& v) {
 /// default); its gradient is Phi(x) + x phi(x). Both vectorised for float.
 template <grad::detail::var_like V>
 auto gelu(V&& v) {
-  return grad::detail::record_vector_unary<kernels::math_fn::gelu>(v);
+  if constexpr (grad::detail::bf16_operands_v<V>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32([](auto x) { return dimsum::gelu(std::move(x)); }, std::forward<V>(v));
+  } else {
+    return grad::detail::record_vector_unary<kernels::math_fn::gelu>(v);
+  }
 }
 
 /// GELU of a var, tanh form x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
 /// (torch's `approximate='tanh'`). Vectorised for float and double.
 template <grad::detail::var_like V>
 auto gelu_tanh(V&& v) {
-  return grad::detail::record_vector_unary<kernels::math_fn::gelu_tanh>(v);
+  if constexpr (grad::detail::bf16_operands_v<V>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32([](auto x) { return dimsum::gelu_tanh(std::move(x)); }, std::forward<V>(v));
+  } else {
+    return grad::detail::record_vector_unary<kernels::math_fn::gelu_tanh>(v);
+  }
 }
 
 /// tanh of a var; the gradient is g (1 - tanh^2).
 template <grad::detail::var_like V>
 auto tanh(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_unary(v, [](T x) { return std::tanh(x); }, [](T g, T, T y) { return g * (T(1) - y * y); });
+  if constexpr (grad::detail::bf16_operands_v<V>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32([](auto x) { return dimsum::tanh(std::move(x)); }, std::forward<V>(v));
+  } else {
+    using T = typename std::remove_cvref_t<V>::value_type;
+    return grad::detail::record_unary(v, [](T x) { return std::tanh(x); }, [](T g, T, T y) { return g * (T(1) - y * y); });
+  }
 }
 
 /// Natural logarithm of a var; the gradient is g / x.
 template <grad::detail::var_like V>
 auto log(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_unary(v, [](T x) { return std::log(x); }, [](T g, T x, T) { return g * (T(1) / x); });
+  if constexpr (grad::detail::bf16_operands_v<V>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32([](auto x) { return dimsum::log(std::move(x)); }, std::forward<V>(v));
+  } else {
+    using T = typename std::remove_cvref_t<V>::value_type;
+    return grad::detail::record_unary(v, [](T x) { return std::log(x); }, [](T g, T x, T) { return g * (T(1) / x); });
+  }
 }
 
 /// The logistic function 1 / (1 + e^-x) of a var (forward vectorised, as
@@ -103,9 +120,13 @@ auto log(V&& v) {
 /// sigmoid_backward: 0 at +-inf.
 template <grad::detail::var_like V>
 auto sigmoid(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_unary_value(v, grad::detail::vector_value<kernels::math_fn::sigmoid>(v),
-                                          [](T g, T, T y) { return g * ((T(1) - y) * y); });
+  if constexpr (grad::detail::bf16_operands_v<V>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32([](auto x) { return dimsum::sigmoid(std::move(x)); }, std::forward<V>(v));
+  } else {
+    using T = typename std::remove_cvref_t<V>::value_type;
+    return grad::detail::record_unary_value(v, grad::detail::vector_value<kernels::math_fn::sigmoid>(v),
+                                            [](T g, T, T y) { return g * ((T(1) - y) * y); });
+  }
 }
 
 /// SiLU (swish) x sigmoid(x) of a var (forward vectorised, as the tensor
@@ -114,11 +135,15 @@ auto sigmoid(V&& v) {
 /// (NaN at +-inf, where the forward is NaN at -inf too).
 template <grad::detail::var_like V>
 auto silu(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_unary_value(v, grad::detail::vector_value<kernels::math_fn::silu>(v), [](T g, T x, T) {
-    const T s = kernels::scalar_math<kernels::math_fn::sigmoid>(x);
-    return g * (s * (T(1) + x * (T(1) - s)));
-  });
+  if constexpr (grad::detail::bf16_operands_v<V>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32([](auto x) { return dimsum::silu(std::move(x)); }, std::forward<V>(v));
+  } else {
+    using T = typename std::remove_cvref_t<V>::value_type;
+    return grad::detail::record_unary_value(v, grad::detail::vector_value<kernels::math_fn::silu>(v), [](T g, T x, T) {
+      const T s = kernels::scalar_math<kernels::math_fn::sigmoid>(x);
+      return g * (s * (T(1) + x * (T(1) - s)));
+    });
+  }
 }
 
 }  // namespace dimsum

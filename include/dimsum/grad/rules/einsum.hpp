@@ -68,7 +68,20 @@ void einsum_grad_to(const T* g, const std::array<std::size_t, FlatOut::size>& ge
     return dimsum::detail::make_einsum<Keep>(gv, std::get<(K < J ? K : K + 1)>(views)...);
   }(std::make_index_sequence<n - 1>{});
   using TJ = tensor_for_t<T, FJ>;
-  if constexpr (Keep::size == FJ::size) {
+  if constexpr (is_bf16_v<T>) {
+    // bf16: the contraction's float32 sums (the bf16 GEMM, float32
+    // accumulation) go into operand J's float32 gradient sum unrounded.
+    using W = tensor_for_t<float, FJ>;
+    if constexpr (Keep::size == FJ::size) {
+      const W sums = dimsum::detail::typed_einsum_expr<float, decltype(contraction)>(std::move(contraction));
+      nj.accumulate_wide_raw(sums.data());
+    } else {
+      const tensor_for_t<float, Keep> reduced =
+          dimsum::detail::typed_einsum_expr<float, decltype(contraction)>(std::move(contraction));
+      const W full = W::from_extents(std::get<J>(exts)) + reduced;
+      nj.accumulate_wide_raw(full.data());
+    }
+  } else if constexpr (Keep::size == FJ::size) {
     // Straight into operand J's gradient, which has the flat dims' layout:
     // added by the GEMM kernel (beta = 1) when there is one, else written.
     const auto& ext = std::get<J>(exts);

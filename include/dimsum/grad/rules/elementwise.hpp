@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <dimsum/grad/rules/cast.hpp>
 #include <dimsum/grad/tape.hpp>
 #include <dimsum/kernels/vector_math.hpp>
 #include <dimsum/ops/einsum.hpp>
@@ -36,7 +37,29 @@ decltype(auto) reduce_to(E&& e) {
 template <class X, class E>
 void send(const X& x, E&& e) {
   if constexpr (var_like<X>) {
-    if (x.requires_grad()) x.node()->accumulate(reduce_to<typename X::dims>(std::forward<E>(e)));
+    if (!x.requires_grad()) return;
+    using L = typename X::dims;
+    if constexpr (is_bf16_v<typename X::value_type> && is_bf16_v<value_type_of_t<E>> && !same_name_set_v<L, dims_of_t<E>>)
+      x.node()->accumulate(reduce_to<L>(dimsum::cast<float>(std::forward<E>(e))));  // a bf16 broadcast summed in float32
+    else
+      x.node()->accumulate(reduce_to<L>(std::forward<E>(e)));
+  }
+}
+
+/// A bf16 tensor as float32 (exact, lazy), a scalar as float; anything
+/// else as it is (the gradient contributions of bf16 operands are formed
+/// in float32 and rounded once, when the var's sum is).
+template <class X>
+decltype(auto) wide_value(const X& x) {
+  if constexpr (named_expression<X>) {
+    if constexpr (is_bf16_v<value_type_of_t<X>>)
+      return dimsum::cast<float>(x);
+    else
+      return (x);
+  } else if constexpr (is_bf16_v<X>) {
+    return static_cast<float>(x);
+  } else {
+    return (x);
   }
 }
 
@@ -175,7 +198,25 @@ auto var_binary(A0&& a0, B0&& b0) {
       [a, b](auto& g, const auto& out) {
         using T = value_type_of_t<decltype(g)>;
         using G = dims_of_t<decltype(g)>;
-        if constexpr (std::is_same_v<Op, ops::plus> || std::is_same_v<Op, ops::minus>) {
+        if constexpr (is_bf16_v<T>) {
+          // bf16: each operand's contribution is formed in float32 from the
+          // exact widened values and summed in float32 (tape.hpp, var_node).
+          const auto gw = dimsum::cast<float>(g);
+          if constexpr (std::is_same_v<Op, ops::plus>) {
+            send(a, g);
+            send(b, g);
+          } else if constexpr (std::is_same_v<Op, ops::minus>) {
+            send(a, g);
+            if (needs_grad(b)) send(b, gw * -1.0f);
+          } else if constexpr (std::is_same_v<Op, ops::multiplies>) {
+            if (needs_grad(a)) send(a, gw * wide_value(value_of(b)));
+            if (needs_grad(b)) send(b, gw * wide_value(value_of(a)));
+          } else {
+            static_assert(std::is_same_v<Op, ops::divides>);
+            if (needs_grad(a)) send(a, gw / wide_value(value_of(b)));
+            if (needs_grad(b)) send(b, gw * wide_value(out) / wide_value(value_of(b)) * -1.0f);
+          }
+        } else if constexpr (std::is_same_v<Op, ops::plus> || std::is_same_v<Op, ops::minus>) {
           // g's buffer itself goes on to one operand (moved in), negated in
           // place for minus's b; a broadcast operand (a bias) is summed from
           // g first, so that the move goes to the operand with g's dims.
@@ -252,24 +293,38 @@ template <grad::detail::var_like V>
 auto operator-(V&& v) {
   using T = typename std::remove_cvref_t<V>::value_type;
   return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return -x; }),
-                                 [v](const auto& g, const auto&) { grad::detail::send(v, g * T(-1)); }, v);
+                                 [v](const auto& g, const auto&) {
+                                   if constexpr (is_bf16_v<T>)
+                                     grad::detail::send(v, dimsum::cast<float>(g) * -1.0f);
+                                   else
+                                     grad::detail::send(v, g * T(-1));
+                                 }, v);
 }
 
-/// Element-wise e^x of a var; its gradient is g * e^x.
+/// Element-wise e^x of a var; its gradient is g * e^x. On a bf16 var,
+/// computed in float32 (`in_float32`, rules/cast.hpp).
 template <grad::detail::var_like V>
 auto exp(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return std::exp(x); }),
-                                 [v](const auto& g, const auto& out) { grad::detail::send(v, g * out); }, v);
+  if constexpr (grad::detail::bf16_operands_v<V>) {
+    return grad::detail::in_float32([](auto x) { return dimsum::exp(std::move(x)); }, std::forward<V>(v));
+  } else {
+    using T = typename std::remove_cvref_t<V>::value_type;
+    return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return std::exp(x); }),
+                                   [v](const auto& g, const auto& out) { grad::detail::send(v, g * out); }, v);
+  }
 }
 
-/// Element-wise square root of a var; its gradient is g / (2 sqrt(x)).
+/// Element-wise square root of a var; its gradient is g / (2 sqrt(x)). On
+/// a bf16 var, computed in float32.
 template <grad::detail::var_like V>
 auto sqrt(V&& v) {
-  using T = typename std::remove_cvref_t<V>::value_type;
-  return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return std::sqrt(x); }), [v](const auto& g, const auto& out) {
-    grad::detail::send(v, g / (out * T(2)));
-  }, v);
+  if constexpr (grad::detail::bf16_operands_v<V>) {
+    return grad::detail::in_float32([](auto x) { return dimsum::sqrt(std::move(x)); }, std::forward<V>(v));
+  } else {
+    using T = typename std::remove_cvref_t<V>::value_type;
+    return grad::detail::record_op(grad::detail::map(v.value(), [](T x) { return std::sqrt(x); }),
+                                   [v](const auto& g, const auto& out) { grad::detail::send(v, g / (out * T(2))); }, v);
+  }
 }
 
 /// `a` where `cond` is true, else `b`, with a or b a var (the other a var,

@@ -55,13 +55,15 @@ auto lookup(V&& table0, const tensor<I, Ds...>& ids) {
     auto v = grad::detail::lift(std::forward<V>(table0));
     return grad::detail::record(v.owner(), std::move(out), v.requires_grad(),
                                 [v, ids, vocab, width](const auto& g, const auto&) {
-      auto d = tensor<T, Vocab, Emb>::from_extents({vocab, width});
+      // Repeated ids sum in the accumulator type (float32 for a bf16 table).
+      using A = accumulator_t<T>;
+      auto d = tensor<A, Vocab, Emb>::from_extents({vocab, width});
       for (std::size_t n = 0; n < ids.size(); ++n) {
-        T* row = d.data() + static_cast<std::size_t>(ids.data()[n]) * width;
+        A* row = d.data() + static_cast<std::size_t>(ids.data()[n]) * width;
         const T* gr = g.data() + n * width;
-        for (std::size_t e = 0; e < width; ++e) row[e] += gr[e];
+        for (std::size_t e = 0; e < width; ++e) row[e] += static_cast<A>(gr[e]);
       }
-      v.node()->accumulate(d);
+      v.node()->accumulate(std::move(d));
     });
   }
 }

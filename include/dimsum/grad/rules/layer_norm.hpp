@@ -86,6 +86,15 @@ auto layer_norm(X&& x0, W&& w0, B&& b0, double eps = 1e-5) {
   if constexpr (scalar<W> || scalar<B>) {
     detail::report<layer_norm_weight_and_bias_are_tensors<std::remove_cvref_t<W>, std::remove_cvref_t<B>>>();
     return invalid_expression{};
+  } else if constexpr (grad::detail::mixes_bf16_v<X, W, B>) {
+    grad::detail::report_bf16_mix<X, W, B>();
+    return invalid_expression{};
+  } else if constexpr (grad::detail::bf16_operands_v<X, W, B>) {
+    // bf16: normalised in float32 (statistics and every gradient sum),
+    // the value and the gradients rounded to bf16 once (rules/cast.hpp).
+    return grad::detail::in_float32([eps](auto x, auto w, auto b) {
+      return dimsum::layer_norm<D>(std::move(x), std::move(w), std::move(b), eps);
+    }, std::forward<X>(x0), std::forward<W>(w0), std::forward<B>(b0));
   } else {
     auto x = grad::detail::lift(std::forward<X>(x0));
     auto w = grad::detail::lift(std::forward<W>(w0));

@@ -30,6 +30,8 @@ auto log_softmax(V&& v) {
   if constexpr (!contains_v<L, D>) {
     detail::report<log_softmax_dim_is_not_a_dim_of_the_tensor<diagnostic_name_t<D>, diagnostic_dims_t<L>>>();
     return invalid_expression{};
+  } else if constexpr (is_bf16_v<T>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32([](auto x) { return dimsum::log_softmax<D>(std::move(x)); }, std::forward<V>(v));
   } else {
     return grad::detail::record_op(detail::log_softmax_values<D, T, L>(v.value()), [v](const auto& g, const auto& out) {
       using R = without_t<L, dim_list<D>>;
@@ -58,6 +60,10 @@ auto cross_entropy(V&& logits, Targets&& targets, reduction how = reduction::mea
   if constexpr (!detail::cross_entropy_dims_fit_v<Class, L, dims_of_t<Targets>, I>) {
     detail::report_cross_entropy_dims<Class, L, dims_of_t<Targets>, I>();
     return invalid_expression{};
+  } else if constexpr (is_bf16_v<T>) {  // in float32 (log-probabilities and loss), the loss rounded once
+    return grad::detail::in_float32(
+        [&targets, how](auto x) { return dimsum::cross_entropy<Class>(std::move(x), std::forward<Targets>(targets), how); },
+        std::forward<V>(logits));
   } else {
     using RC = typename detail::cross_entropy_parts<Class, T, R, I>::rows_of_classes;
     const std::size_t classes = logits.value().template extent<Class>();

@@ -16,7 +16,7 @@ template <dimension Q, dimension K, grad::detail::var_like V, scalar S>
 auto causal_mask(V&& v, S masked_value) {
   using T = typename std::remove_cvref_t<V>::value_type;
   return grad::detail::record_op(dimsum::causal_mask<Q, K>(v.value(), masked_value), [v](const auto& g, const auto&) {
-    v.node()->accumulate(dimsum::causal_mask<Q, K>(g, T(0)));
+    v.node()->accumulate(dimsum::causal_mask<Q, K>(g, accumulator_t<T>(0)));  // float 0 for bf16
   }, v);
 }
 
@@ -27,7 +27,7 @@ auto masked_fill(V&& v, M&& mask, S value) {
   using T = typename std::remove_cvref_t<V>::value_type;
   auto m = dimsum::eval(std::forward<M>(mask));
   return grad::detail::record_op(dimsum::masked_fill(v.value(), m, value), [v, m](const auto& g, const auto&) {
-    v.node()->accumulate(dimsum::masked_fill(g, m, T(0)));
+    v.node()->accumulate(dimsum::masked_fill(g, m, accumulator_t<T>(0)));
   }, v);
 }
 

@@ -40,7 +40,10 @@ auto mean(V&& v) {
   using T = typename std::remove_cvref_t<V>::value_type;
   return grad::detail::record_op(dimsum::mean<Ds...>(v.value()), [v](const auto& g, const auto& out) {
     const std::size_t n = out.size() == 0 ? 0 : v.value().size() / out.size();
-    v.node()->accumulate(g / T(n));
+    if constexpr (is_bf16_v<T>)
+      v.node()->accumulate(dimsum::cast<float>(g) / float(n));  // into the float32 sum, unrounded
+    else
+      v.node()->accumulate(g / T(n));
   }, v);
 }
 

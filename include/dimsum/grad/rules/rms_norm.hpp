@@ -19,6 +19,14 @@ namespace dimsum {
 template <dimension D, class X, class W>
   requires(grad::detail::any_var_v<X, W>)
 auto rms_norm(X&& x0, W&& w0, double eps = 1e-6) {
+  if constexpr (grad::detail::mixes_bf16_v<X, W>) {
+    grad::detail::report_bf16_mix<X, W>();
+    return invalid_expression{};
+  } else if constexpr (grad::detail::bf16_operands_v<X, W>) {  // in float32, rounded once (rules/cast.hpp)
+    return grad::detail::in_float32(
+        [eps](auto x, auto w) { return dimsum::rms_norm<D>(std::move(x), std::move(w), eps); }, std::forward<X>(x0),
+        std::forward<W>(w0));
+  } else {
   auto x = grad::detail::lift(std::forward<X>(x0));
   auto w = grad::detail::lift(std::forward<W>(w0));
   using XV = decltype(x);
@@ -46,6 +54,7 @@ auto rms_norm(X&& x0, W&& w0, double eps = 1e-6) {
           }
         },
         x, w);
+  }
   }
 }
 
