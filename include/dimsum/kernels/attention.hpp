@@ -131,7 +131,7 @@ struct score_bias {
   const T* learned = nullptr;
   std::size_t learned_size = 0;
   void (*scatter)(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db,
-                  T* dlearned) = nullptr;
+                  double* dlearned) = nullptr;  // double: a table element sums up to p^2 terms
   std::size_t at = 0;
   const T* slope = nullptr;
   std::array<std::ptrdiff_t, max_group_rank> slope_batch{};

@@ -123,9 +123,10 @@ class lookup_expr : public expression_tag {
     }
     value_type operator[](std::size_t j) const { return table[offset(j)]; }
     /// dtable[element read at innermost j0 + x] += g[x] for x in [0, n)
-    /// (after seek): dtable laid out as the table.
-    void scatter(std::size_t j0, std::size_t n, const value_type* g, value_type* dtable) const {
-      for (std::size_t x = 0; x < n; ++x) dtable[offset(j0 + x)] += g[x];
+    /// (after seek): dtable laid out as the table, summed in double (an
+    /// element of a bucketed bias sums up to p^2 scores' gradients).
+    void scatter(std::size_t j0, std::size_t n, const value_type* g, double* dtable) const {
+      for (std::size_t x = 0; x < n; ++x) dtable[offset(j0 + x)] += static_cast<double>(g[x]);
     }
   };
 

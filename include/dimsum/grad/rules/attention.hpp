@@ -120,7 +120,7 @@ void send_learned_gradient(const X& x, const kernels::attention_args<T>& a, cons
 template <class T>
 struct table_gradient {
   const kernels::attention_args<T>* a = nullptr;
-  std::vector<T> per_batch;
+  std::vector<double> per_batch;  // double: an element sums up to p^2 terms
 
   static void add(void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db) {
     auto& self = *static_cast<table_gradient*>(ctx);
@@ -134,8 +134,11 @@ struct table_gradient {
     const std::size_t size = a->bias.learned_size, nb = size ? per_batch.size() / size : 0;
     auto dx = X::tensor_type::from_extents(x.value().extents());
     std::fill_n(dx.data(), dx.size(), T(0));
-    for (std::size_t bi = 0; bi < nb; ++bi)
-      for (std::size_t e = 0; e < size; ++e) dx.data()[e] += per_batch[bi * size + e];
+    for (std::size_t e = 0; e < size; ++e) {
+      double sum = 0.0;
+      for (std::size_t bi = 0; bi < nb; ++bi) sum += per_batch[bi * size + e];
+      dx.data()[e] = static_cast<T>(sum);
+    }
     x.node()->accumulate(std::move(dx));
   }
 };
@@ -213,7 +216,7 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params
               table_gradient<T> dtable{&a, {}};
               if (learns(params, a.bias.learned)) {
                 if (!a.bias.scatter) throw tape_error("grad::fused_attention: a learned bias table without a scatter");
-                dtable.per_batch.assign(nb * a.bias.learned_size, T(0));
+                dtable.per_batch.assign(nb * a.bias.learned_size, 0.0);
                 ga.dbias = &table_gradient<T>::add;
                 ga.dbias_ctx = &dtable;
               }

@@ -88,7 +88,7 @@ struct bias_rows {
   /// A gathered bias (`lookup`, whose evaluator can scatter): adds
   /// db[0, n) of the row to the table elements it read, in dtable.
   static void scatter(const void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db,
-                      T* dtable) {
+                      double* dtable) {
     if constexpr (requires(const Ev& e) { e.scatter(j0, n, db, dtable); }) {
       const auto& self = *static_cast<const bias_rows*>(ctx);
       Ev ev = self.ev;
