@@ -149,4 +149,9 @@ var<float, batch, posn, vocab> forward(tape& t, model& m, const ids_t& ids);
 /// The mean cross entropy of the next-character predictions y of windows x.
 var<float> loss(tape& t, model& m, const ids_t& x, const ids_t& y);
 
+/// The same loss in mixed precision: the float32 parameters watched as bf16
+/// copies (their gradients float32), the forward and backward in bf16 with
+/// float32 sums, the logits cast to float32 for the cross entropy.
+var<float> loss_bf16(tape& t, model& m, const ids_t& x, const ids_t& y);
+
 }  // namespace char_lm

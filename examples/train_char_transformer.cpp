@@ -18,6 +18,12 @@
 //    --sample-chars, --data DIR, and --threads N, 1 by default)
 //   train_char_transformer --steps 3000 --stop-after 1000 --out runs/a     # stops as if interrupted
 //   train_char_transformer --steps 3000 --resume runs/a --out runs/a       # continues from step 1000
+//   train_char_transformer --bf16               # mixed precision: float32 masters, bf16 forward and backward
+//
+// --bf16 trains in mixed precision (loss_bf16 in char_transformer_forward.hpp:
+// every parameter watched as a bf16 copy of its float32 master, einsums on
+// the bf16 GEMM with float32 sums, the master gradients float32, AdamW and
+// the checkpoint unchanged); the held-out loss is evaluated in float32.
 //
 // The checkpoint (OUT/char_transformer.safetensors, written at the end and
 // every --save-every N steps) holds the model, the step, the model's sizes
@@ -84,6 +90,7 @@ struct options {
   std::size_t stop_after = 0;  // 0: run to --steps
   std::string resume;          // a directory holding a checkpoint to continue from
   bool smoke = false;
+  bool bf16 = false;  // mixed precision (--bf16)
   config model;
 };
 
@@ -91,7 +98,7 @@ struct options {
   std::cerr << "train_char_transformer: " << why << "\n"
             << "options: --steps N --batch N --lr X --warmup N --eval-every N --eval-batches N --seed N\n"
             << "         --context N --d-model N --layers N --heads N --d-mlp N --out DIR --data DIR\n"
-            << "         --sample-chars N --threads N --save-every N --stop-after N --resume DIR --smoke\n";
+            << "         --sample-chars N --threads N --save-every N --stop-after N --resume DIR --smoke --bf16\n";
   std::exit(2);
 }
 
@@ -107,6 +114,8 @@ options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--smoke") {
       o.smoke = true;
+    } else if (a == "--bf16") {
+      o.bf16 = true;
     } else if (a == "--help" || a == "-h") {
       usage("a small character transformer trained on the fortunes package's texts");
     } else if (a.rfind("--", 0) == 0 && i + 1 < argc) {
@@ -471,7 +480,7 @@ int main(int argc, char** argv) try {
             << "baselines: ln(vocab) = " << ln_vocab << ", unigram (held out) = " << unigram << "\n"
             << "training: " << o.steps << " steps of " << o.batch_size << " x " << cfg.context
             << " characters, AdamW lr " << o.lr << " (warmup " << o.warmup << ", cosine), clip 1.0, seed " << o.seed
-            << "\n";
+            << (o.bf16 ? ", mixed precision (bf16 forward and backward, float32 masters)" : ", float32") << "\n";
 
   const optim::warmup_cosine_schedule schedule{.base_lr = o.lr, .warmup_steps = o.warmup, .total_steps = o.steps,
                                                .min_lr = o.lr / 10};
@@ -507,7 +516,7 @@ int main(int argc, char** argv) try {
     double l;
     {
       tape t;
-      auto lv = loss(t, m, x, y);
+      auto lv = o.bf16 ? loss_bf16(t, m, x, y) : loss(t, m, x, y);
       l = lv.item();
       t.backward(lv);
     }
