@@ -51,7 +51,7 @@
 namespace {
 std::atomic<bool> tracking{false};
 std::atomic<std::size_t> largest{0};
-void track(std::size_t n) {
+[[maybe_unused]] void track(std::size_t n) {
   if (!tracking.load(std::memory_order_relaxed)) return;
   std::size_t seen = largest.load(std::memory_order_relaxed);
   while (n > seen && !largest.compare_exchange_weak(seen, n)) {
