@@ -5,10 +5,12 @@
 /// operations: einsum, rename, causal_mask and softmax (the attention, one
 /// fused node), `lookup` (embedding),
 /// `layer_norm` (the model's nn::layer_norm modules), `gelu` and
-/// `cross_entropy`; `loss_bf16` is the same step in mixed precision (the
-/// float32 parameters watched as bf16 copies, `grad::watch_as`, the logits
-/// cast back to float32 for the loss). `forward`, `loss` and `loss_bf16`
-/// are defined here, not inline:
+/// `cross_entropy`; `forward_as<bf16>` is the same forward pass in mixed
+/// precision (the float32 parameters watched as bf16 copies,
+/// `grad::watch_as`), which `loss_bf16` (examples/char_transformer_model.cpp,
+/// the example's own translation unit, so that the tests including this
+/// header do not compile the bf16 path) ends in float32. `forward` and
+/// `loss` are defined here, not inline:
 /// include this header in exactly one translation unit of a program (the
 /// example's examples/char_transformer_model.cpp, or a test's only one).
 
@@ -102,10 +104,6 @@ var<float, batch, posn, vocab> forward(tape& t, model& m, const ids_t& ids) { re
 
 var<float> loss(tape& t, model& m, const ids_t& x, const ids_t& y) {
   return dimsum::cross_entropy<vocab>(forward(t, m, x), y);
-}
-
-var<float> loss_bf16(tape& t, model& m, const ids_t& x, const ids_t& y) {
-  return dimsum::cross_entropy<vocab>(dimsum::cast<float>(forward_as<dimsum::bf16>(t, m, x)), y);
 }
 
 }  // namespace char_lm

@@ -20,7 +20,7 @@
 //   train_char_transformer --steps 3000 --resume runs/a --out runs/a       # continues from step 1000
 //   train_char_transformer --bf16               # mixed precision: float32 masters, bf16 forward and backward
 //
-// --bf16 trains in mixed precision (loss_bf16 in char_transformer_forward.hpp:
+// --bf16 trains in mixed precision (loss_bf16 in char_transformer_model.cpp:
 // every parameter watched as a bf16 copy of its float32 master, einsums on
 // the bf16 GEMM with float32 sums, the master gradients float32, AdamW and
 // the checkpoint unchanged); the held-out loss is evaluated in float32.

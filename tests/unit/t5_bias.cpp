@@ -34,55 +34,9 @@
 #include "golden.hpp"
 #include "support.hpp"
 
-// The largest single heap allocation while `tracking` is set, to show that
-// the fused path allocates nothing of O(p^2). Not under AddressSanitizer or
-// ThreadSanitizer, which must own operator new.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DIMSUM_TEST_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef DIMSUM_TEST_COUNT_ALLOCATIONS
-#define DIMSUM_TEST_COUNT_ALLOCATIONS 1
-#endif
-
-namespace {
-std::atomic<bool> tracking{false};
-std::atomic<std::size_t> largest{0};
-[[maybe_unused]] void track(std::size_t n) {
-  if (!tracking.load(std::memory_order_relaxed)) return;
-  std::size_t seen = largest.load(std::memory_order_relaxed);
-  while (n > seen && !largest.compare_exchange_weak(seen, n)) {
-  }
-}
-}  // namespace
-
-#if DIMSUM_TEST_COUNT_ALLOCATIONS
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // malloc and free pair up; g++ cannot see it
-#endif
-void* operator new(std::size_t n) {
-  track(n);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t al) {
-  track(n);
-  const std::size_t a = static_cast<std::size_t>(al);
-  if (void* p = std::aligned_alloc(a, (std::max<std::size_t>(n, 1) + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
+// The largest single heap allocation while heap_watch::watching is set shows that the
+// fused path allocates nothing of O(p^2) (not under sanitizers: heap_watch.hpp).
+#include "heap_watch.hpp"
 
 namespace {
 
@@ -371,13 +325,13 @@ TEST_CASE("t5_bias: the fused forward and backward on vars allocate nothing of O
   auto v = t.watch(v0);
   auto table = t.watch(table0);
   const std::size_t quadratic = p * p * sizeof(float);
-  largest = 0;
-  tracking = true;
+  heap_watch::largest = 0;
+  heap_watch::watching = true;
   auto z = t5_attention(q, k, v, lookup<bucket>(table, ids()));
   static_assert(uses_fused_attention_v<decltype(z)>);
   t.backward(sum<batch, head, q_posn, d_value>(z * r));
-  tracking = false;
-  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(largest.load() < quadratic / 4);
+  heap_watch::watching = false;
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(heap_watch::largest.load() < quadratic / 4);
 
   // The unfused chain: the same gradients (float), and the measure sees
   // its scores.
@@ -386,13 +340,13 @@ TEST_CASE("t5_bias: the fused forward and backward on vars allocate nothing of O
   auto uk = u.watch(k0);
   auto uv = u.watch(v0);
   auto utable = u.watch(table0);
-  largest = 0;
-  tracking = true;
+  heap_watch::largest = 0;
+  heap_watch::watching = true;
   const tensor<std::int64_t, q_posn, k_posn> uids = ids();
   auto uz = t5_attention(uq, uk, uv, lookup<bucket>(utable, uids));
   u.backward(sum<batch, head, q_posn, d_value>(uz * r));
-  tracking = false;
-  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(largest.load() >= quadratic);
+  heap_watch::watching = false;
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(heap_watch::largest.load() >= quadratic);
   CHECK(differ(z.value(), uz.value(), 1e-5) == 0);
   CHECK(differ(gradient(q), gradient(uq), 1e-4) == 0);
   CHECK(differ(gradient(k), gradient(uk), 1e-4) == 0);
