@@ -21,6 +21,13 @@
 // skip empty key blocks, and a block that two masks empty only together is
 // skipped: block counts against plain loops, outputs and dV against plain
 // loops and the unfused chain.
+// On vars the fused node keeps the mask as an expression over copies of
+// the tensors it reads: a document-masked training step at p = 8192
+// allocates nothing of the scores' size and gives outputs and gradients
+// equal to plain loops, and masks (document, prefix-LM, chunked; masked_fill,
+// both forms of where, grad::fused_attention) built from locals that are
+// gone before backward give PyTorch's gradients (AddressSanitizer watches
+// the reads in the asan stage).
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
