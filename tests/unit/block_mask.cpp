@@ -21,6 +21,13 @@
 // skip empty key blocks, and a block that two masks empty only together is
 // skipped: block counts against plain loops, outputs and dV against plain
 // loops and the unfused chain.
+// On vars the fused node keeps the mask as an expression over copies of
+// the tensors it reads: a document-masked training step at p = 8192
+// allocates nothing of the scores' size and gives outputs and gradients
+// equal to plain loops, and masks (document, prefix-LM, chunked; masked_fill,
+// both forms of where, grad::fused_attention) built from locals that are
+// gone before backward give PyTorch's gradients (AddressSanitizer watches
+// the reads in the asan stage).
 
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
@@ -711,4 +718,202 @@ TEST_CASE("block mask: a block that two masks empty only together is skipped") {
   std::size_t bad_dv = 0;
   for (std::size_t x = 0; x < dv_ref.size(); ++x) bad_dv += std::abs(kc.dv[x] - dv_ref[x]) > 1e-4 * (1 + std::abs(dv_ref[x]));
   CHECK(bad_dv == 0);
+}
+
+namespace {
+
+/// Outputs and gradients of one head's causal attention over the
+/// positions [s, e) of one document (scale 0.5, loss sum(out * r)), in
+/// plain loops and double: what the fused node must give there.
+struct document_reference {
+  std::vector<double> out, dq, dk, dv;  // (e - s) x d, row-major
+};
+template <class FQ, class FK, class FV, class FO>
+document_reference reference_document(const FQ& q, const FK& k, const FV& v, const FO& r, std::size_t s, std::size_t e,
+                                      std::size_t d) {
+  const std::size_t n = e - s;
+  auto Q = [&](std::size_t i, std::size_t c) { return double(q(batch{0}, head{0}, q_posn{s + i}, d_head{c})); };
+  auto K = [&](std::size_t j, std::size_t c) { return double(k(batch{0}, head{0}, k_posn{s + j}, d_head{c})); };
+  auto V = [&](std::size_t j, std::size_t c) { return double(v(batch{0}, head{0}, k_posn{s + j}, d_value{c})); };
+  auto G = [&](std::size_t i, std::size_t c) { return double(r(batch{0}, head{0}, q_posn{s + i}, d_value{c})); };
+  document_reference ref{std::vector<double>(n * d), std::vector<double>(n * d), std::vector<double>(n * d),
+                         std::vector<double>(n * d)};
+  std::vector<double> p(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double m = -1e300, l = 0;
+    for (std::size_t j = 0; j <= i; ++j) {
+      double dot = 0;
+      for (std::size_t c = 0; c < d; ++c) dot += Q(i, c) * K(j, c);
+      p[j] = 0.5 * dot;
+      m = std::max(m, p[j]);
+    }
+    for (std::size_t j = 0; j <= i; ++j) l += p[j] = std::exp(p[j] - m);
+    double D = 0;  // sum_j P_ij dP_ij
+    for (std::size_t j = 0; j <= i; ++j) {
+      p[j] /= l;
+      double dp = 0;
+      for (std::size_t c = 0; c < d; ++c) {
+        ref.out[i * d + c] += p[j] * V(j, c);
+        ref.dv[j * d + c] += p[j] * G(i, c);
+        dp += G(i, c) * V(j, c);
+      }
+      D += p[j] * dp;
+    }
+    for (std::size_t j = 0; j <= i; ++j) {
+      double dp = 0;
+      for (std::size_t c = 0; c < d; ++c) dp += G(i, c) * V(j, c);
+      const double ds = 0.5 * p[j] * (dp - D);
+      for (std::size_t c = 0; c < d; ++c) {
+        ref.dq[i * d + c] += ds * K(j, c);
+        ref.dk[j * d + c] += ds * Q(i, c);
+      }
+    }
+  }
+  return ref;
+}
+
+/// The elements of got (a tensor over batch, head, Pos, Col with one batch
+/// index and head) at positions [s, s + n) that differ from want.
+template <class Pos, class Col, class X>
+std::size_t differ_rows(const X& got, const std::vector<double>& want, std::size_t s, std::size_t d, double tol) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size() / d; ++i)
+    for (std::size_t c = 0; c < d; ++c) {
+      const double g = got(batch{0}, head{0}, Pos{s + i}, Col{c}), w = want[i * d + c];
+      bad += !(std::abs(g - w) <= tol * (1 + std::abs(w)));
+    }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("block mask: a document-masked training step on vars allocates nothing of the scores' size (p = 8192)") {
+  using FQ = tensor<float, batch, head, q_posn, d_head>;
+  using FK = tensor<float, batch, head, k_posn, d_head>;
+  using FV = tensor<float, batch, head, k_posn, d_value>;
+  using FO = tensor<float, batch, head, q_posn, d_value>;
+  const std::size_t p = watched_length, d = 4, len = p / 8;
+  const auto doc = document_ids({std::vector<std::size_t>(8, len)}, p);  // 8 documents
+  const FQ q0 = random_tensor(FQ(batch{1}, head{1}, q_posn{p}, d_head{d}), 31);
+  const FK k0 = random_tensor(FK(batch{1}, head{1}, k_posn{p}, d_head{d}), 32);
+  const FV v0 = random_tensor(FV(batch{1}, head{1}, k_posn{p}, d_value{d}), 33);
+  const FO r = random_tensor(FO(batch{1}, head{1}, q_posn{p}, d_value{d}), 34);
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  heap_watch::largest = 0;
+  heap_watch::watching = true;
+  auto z = packed<true>(q, k, v, doc, -std::numeric_limits<float>::infinity());
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  heap_watch::watching = false;
+  // The fused node keeps a copy of the document ids (p ints) and reads the
+  // mask a tile at a time in both passes; the backward's scratch holds its
+  // packed operands (a few hundred bytes per position). A materialised mask
+  // would be p x p bytes.
+  INFO("largest allocation " << heap_watch::largest.load() << " bytes; a p x p bool mask is " << p * p);
+  if (DIMSUM_TEST_COUNT_ALLOCATIONS) CHECK(heap_watch::largest.load() < p * p / 16);
+  CHECK(t.size() == 6);  // q, k, v, the fused node, z * r, the sum
+  // The first, a middle and the last document, against plain loops.
+  for (std::size_t x : {std::size_t(0), std::size_t(5), std::size_t(7)}) {
+    INFO("document " << x);
+    const std::size_t s = x * len;
+    const document_reference ref = reference_document(q0, k0, v0, r, s, s + len, d);
+    CHECK(differ_rows<q_posn, d_value>(z.value(), ref.out, s, d, 1e-4) == 0);
+    CHECK(differ_rows<q_posn, d_head>(gradient(q), ref.dq, s, d, 1e-4) == 0);
+    CHECK(differ_rows<k_posn, d_head>(gradient(k), ref.dk, s, d, 1e-4) == 0);
+    CHECK(differ_rows<k_posn, d_value>(gradient(v), ref.dv, s, d, 1e-4) == 0);
+  }
+}
+
+namespace {
+
+/// Overwrites freed memory: a mask read after its tensors were freed would
+/// read these values (and AddressSanitizer, in the asan stage, reports it).
+void clobber_the_heap() {
+  std::vector<std::vector<int>> junk;
+  for (int x = 0; x < 64; ++x) junk.emplace_back(1000, 7 + x);
+  CHECK(junk.back().front() == 70);
+}
+
+/// attend in the named form: a where puts its condition's dims first.
+template <class P, class V>
+auto attend_named(P&& p, const V& v) {
+  return einsum<batch, head, q_posn, d_value>(softmax<k_posn>(std::forward<P>(p)), v);
+}
+
+/// The gradients of q, k, v for `attention(q, k, v)` (vars), which builds
+/// its mask from tensors that are gone when it returns, against the
+/// PyTorch fixture `name`.
+template <class Attention>
+void check_after_locals_are_gone(const std::string& name, Attention attention) {
+  INFO(name);
+  const QT q0 = golden::load<QT>(name + "_q.npy");
+  const KT k0 = golden::load<KT>(name + "_k.npy");
+  const VT v0 = golden::load<VT>(name + "_v.npy");
+  const OT r = golden::load<OT>(name + "_r.npy");
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto z = attention(q, k, v);
+  CHECK(t.size() == 4);  // one fused node
+  clobber_the_heap();
+  golden::check(z.value(), name + "_out.npy", 1e-12, 1e-12);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+  golden::check(gradient(q), name + "_grad_q.npy", 1e-12, 1e-12);
+  golden::check(gradient(k), name + "_grad_k.npy", 1e-12, 1e-12);
+  golden::check(gradient(v), name + "_grad_v.npy", 1e-12, 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("block mask: on vars, a mask expression may read locals that are gone before backward") {
+  // masked_fill with a mask that holds the local views by reference
+  check_after_locals_are_gone("block_mask/document", [](const auto& q, const auto& k, const auto& v) {
+    const auto doc = document_ids(fixture_lengths, 200);
+    const auto doc_q = rename<posn, q_posn>(doc);
+    const auto doc_k = rename<posn, k_posn>(doc);
+    const auto other = doc_q != doc_k;
+    return attend(masked_fill(scores(q, k) * 0.5, other, ninf), v);
+  });
+  // where(cond, value, scores): the value where cond holds
+  check_after_locals_are_gone("block_mask/document", [](const auto& q, const auto& k, const auto& v) {
+    const auto doc = document_ids(fixture_lengths, 200);
+    auto z = attend_named(where(rename<posn, q_posn>(doc) != rename<posn, k_posn>(doc), ninf, scores(q, k) * 0.5), v);
+    static_assert(uses_fused_attention_v<decltype(z)>);
+    return z;
+  });
+  // where(cond, scores, value): the scores where cond holds (a negated source)
+  check_after_locals_are_gone("block_mask/document", [](const auto& q, const auto& k, const auto& v) {
+    const auto doc = document_ids(fixture_lengths, 200);
+    auto z = attend_named(where(rename<posn, q_posn>(doc) == rename<posn, k_posn>(doc), scores(q, k) * 0.5, ninf), v);
+    static_assert(uses_fused_attention_v<decltype(z)>);
+    return z;
+  });
+  // the explicit form, f capturing the document ids by reference
+  check_after_locals_are_gone("block_mask/document", [](const auto& q, const auto& k, const auto& v) {
+    const auto doc = document_ids(fixture_lengths, 200);
+    return grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
+      return attend(masked_fill(scores(q, k) * 0.5, rename<posn, q_posn>(doc) != rename<posn, k_posn>(doc), ninf), v);
+    });
+  });
+  // prefix-LM: position ids and per-batch prefix lengths, all local
+  check_after_locals_are_gone("block_mask/prefix_lm", [](const auto& q, const auto& k, const auto& v) {
+    const auto pos = position_ids(2, 200);
+    const auto qi = rename<posn, q_posn>(pos);
+    const auto ki = rename<posn, k_posn>(pos);
+    tensor<int, batch> prefix(batch{2});
+    prefix(batch{0}) = 50;
+    prefix(batch{1}) = 130;
+    return attend(masked_fill(scores(q, k) * 0.5, !((ki < prefix) || (ki <= qi)), ninf), v);
+  });
+  // chunked local attention: causal within chunks of 48 positions
+  check_after_locals_are_gone("block_mask/chunked", [](const auto& q, const auto& k, const auto& v) {
+    const auto pos = position_ids(2, 200);
+    const auto qi = rename<posn, q_posn>(pos);
+    const auto ki = rename<posn, k_posn>(pos);
+    return attend(masked_fill(scores(q, k) * 0.5, (qi / 48 != ki / 48) || (ki > qi), ninf), v);
+  });
 }

@@ -11,7 +11,8 @@
 /// constant copied). The vars a factor or a slope reads join the chain's leaves,
 /// and the fused node gives them their gradients. Each takes a
 /// lazy var and returns one whose expression is the same operation on the
-/// chain's expression, owning the masks and biases it reads (copies), and
+/// chain's expression, owning the masks and biases it reads (copies of the
+/// tensors they read: grad/owned_expression.hpp, or evaluated copies), and
 /// whose materialisation records the same operation on the materialised
 /// chain, exactly as the var overloads do. When the result is no longer an
 /// attention chain (plan/fusion_patterns.hpp) the operation is recorded at
@@ -22,6 +23,7 @@
 #include <utility>
 
 #include <dimsum/grad/lazy_var.hpp>
+#include <dimsum/grad/owned_expression.hpp>
 #include <dimsum/grad/rules/activation.hpp>
 #include <dimsum/grad/rules/elementwise.hpp>
 #include <dimsum/grad/rules/map.hpp>
@@ -289,33 +291,37 @@ auto window_mask(V&& v, std::size_t window, S masked_value, std::size_t offset =
   });
 }
 
-/// masked_fill of a lazy attention chain (a copy of the mask is kept): the
-/// chain continues.
+/// masked_fill of a lazy attention chain: the chain continues. The mask
+/// is kept as an expression over copies of the tensors it reads
+/// (grad/owned_expression.hpp), so the fused node's forward and backward
+/// evaluate it a block at a time, as on tensors: a document mask over
+/// (batch, q, k) costs copies of the document ids, not a byte per score.
 template <grad::detail::var_like V, named_expression M, scalar S>
   requires grad::detail::lazy_var_like<V> && bool_valued_v<M>
 auto masked_fill(V&& v, M&& mask, S value) {
   namespace gd = grad::detail;
-  auto m = gd::own(std::forward<M>(mask));
-  auto e = dimsum::masked_fill(gd::expression_copy(v), *m, value);
+  auto m = gd::own_expression(mask);
+  auto e = dimsum::masked_fill(gd::expression_copy(v), gd::copy_of(m.expression), value);
   return gd::continue_chain<gd::continues_chain<decltype(e)>>(
-      v, std::move(e), [m, value](const auto& x) { return dimsum::masked_fill(x, *m, value); });
+      v, std::move(e), [m, value](const auto& x) { return dimsum::masked_fill(x, m.expression, value); });
 }
 
 /// where(cond, chain, scalar) or where(cond, scalar, chain) of a lazy
-/// attention chain (a copy of cond is kept): the chain continues.
+/// attention chain: the chain continues, cond kept as masked_fill keeps
+/// its mask.
 template <named_expression C, class A, class B>
   requires grad::detail::var_operands<A, B> && grad::detail::lazy_scale<A, B> && bool_valued_v<C>
 auto where(C&& cond, A&& a, B&& b) {
   namespace gd = grad::detail;
-  auto c = gd::own(std::forward<C>(cond));
+  auto c = gd::own_expression(cond);
   if constexpr (gd::lazy_var_like<A>) {
-    auto e = dimsum::where(*c, gd::expression_copy(a), b);
+    auto e = dimsum::where(gd::copy_of(c.expression), gd::expression_copy(a), b);
     return gd::continue_chain<gd::continues_chain<decltype(e)>>(
-        a, std::move(e), [c, b](const auto& x) { return dimsum::where(*c, x, b); });
+        a, std::move(e), [c, b](const auto& x) { return dimsum::where(c.expression, x, b); });
   } else {
-    auto e = dimsum::where(*c, a, gd::expression_copy(b));
+    auto e = dimsum::where(gd::copy_of(c.expression), a, gd::expression_copy(b));
     return gd::continue_chain<gd::continues_chain<decltype(e)>>(
-        b, std::move(e), [c, a](const auto& x) { return dimsum::where(*c, a, x); });
+        b, std::move(e), [c, a](const auto& x) { return dimsum::where(c.expression, a, x); });
   }
 }
 
