@@ -191,7 +191,7 @@ struct attention_backward_kernel {
   bool has_mask = false;
   // A tanh or map stage or a factor per batch index: df/ds varies, and the
   // scores' gradients are found by replaying the stages over each row
-  // (`replay_forward`, `replay_backward`).
+  // (`attention_kernel::stage_row`, `replay_backward`).
   bool nonlinear = false;
   std::vector<std::ptrdiff_t> off_bc, off_dq, unit;
 
@@ -349,89 +349,10 @@ struct attention_backward_kernel {
     return sum;
   }
 
-  /// tanh of a vector (of one value on the scalar arch), as prepare_row.
-  static auto tanh_of(const typename simd_ops<T, Arch>::vec& x) {
-    if constexpr (simd_ops<T, Arch>::width > 1)
-      return vector_math<math_fn::tanh>(x);
-    else
-      return scalar_math<math_fn::tanh>(x);
-  }
-
-  /// The score stages over row r (query i) of the tile, keys [j0, j0 +
-  /// n), as `prepare_row` computes them (the same operations on each
-  /// score, so f(s) is the forward's to the bit), a stage at a time over
-  /// the whole row: row becomes f(row), -inf on [n, n_vec), and
-  /// kept + s * BC holds what stage s's backward reads: a factor stage's
-  /// input (when `learn`), a map's input, a tanh's output. `bias` receives
-  /// a generic bias's row.
-  void replay_forward(T* row, T* bias, T* kept, const flag_view* views, std::size_t r, std::size_t bi, std::size_t i,
-                      std::size_t j0, std::size_t n, std::size_t n_vec, bool unmasked, bool learn) const {
-    using ops = simd_ops<T, Arch>;
-    constexpr std::size_t W = ops::width;
-    constexpr T ninf = -std::numeric_limits<T>::infinity();
-    const bool biased = a.bias.present(), affine = a.bias.slope != nullptr;
-    const std::size_t bias_at = biased ? a.bias.at : a.n_stages + 1;
-    if (biased && !affine) {
-      a.bias.add(a.bias.ctx, bi, i, j0, n, bias);
-      for (std::size_t j = n; j < n_vec; ++j) bias[j] = T(0);
-    }
-    const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
-    alignas(64) T lane[W];
-    for (std::size_t l = 0; l < W; ++l) lane[l] = T(l);
-    const auto iota = ops::load(lane), vslope = ops::broadcast(slope), vsbase = ops::broadcast(sbase);
-    auto add_bias = [&] {
-      for (std::size_t j = 0; j < n_vec; j += W) {
-        const auto b = affine ? ops::fma(vslope, iota + ops::broadcast(T(j)), vsbase) : ops::loadu(bias + j);
-        ops::storeu(row + j, ops::loadu(row + j) + b);
-      }
-    };
-    for (std::size_t s = 0; s < a.n_stages; ++s) {
-      if (s == bias_at) add_bias();
-      const score_stage<T>& st = a.stages[s];
-      const T value = a.stage_value(s, bi);
-      const auto v = ops::broadcast(value);
-      T* in = kept + s * BC;
-      switch (st.op) {
-        case score_op::multiply:
-          if (learn && st.factor) std::copy_n(row, n_vec, in);
-          for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(row + j, ops::loadu(row + j) * v);
-          break;
-        case score_op::divide:
-          for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(row + j, ops::loadu(row + j) / v);
-          break;
-        case score_op::tanh:
-          for (std::size_t j = 0; j < n_vec; j += W) {
-            const auto t = tanh_of(ops::loadu(row + j));
-            ops::storeu(row + j, t);
-            ops::storeu(in + j, t);
-          }
-          break;
-        case score_op::map:
-          for (std::size_t j = 0; j < n; ++j) {
-            in[j] = row[j];
-            row[j] = st.fn(st.ctx, row[j]);
-          }
-          break;
-        case score_op::causal: {
-          const key_range kept_cols = causal_kept_columns(st, i, j0, n);
-          std::fill(row, row + kept_cols.lo, value);
-          std::fill(row + kept_cols.hi, row + n, value);
-          break;
-        }
-        case score_op::mask:
-          if (unmasked) break;
-          for (std::size_t j = 0; j < n; ++j) row[j] = views[s](r, j) ? value : row[j];
-          break;
-      }
-    }
-    if (bias_at == a.n_stages) add_bias();
-    for (std::size_t j = n; j < n_vec; ++j) row[j] = ninf;
-  }
-
   /// The gradient of the raw scores of the row from d, the gradient of
   /// the final scores f(raw) (in place; n_vec values, only [0, n) meaningful), by
   /// running the stages backward over the whole row on what
-  /// `replay_forward` kept: a multiply or divide scales it, tanh multiplies
+  /// `attention_kernel::stage_row` kept: a multiply or divide scales it, tanh multiplies
   /// it by 1 - tanh², a map by its derivative at the map's input, a mask
   /// that replaced a score makes it 0 there (masked_fill's backward). A
   /// factor stage adds sum_j d * input to acc's sum, the affine bias sum_j
@@ -509,7 +430,7 @@ struct attention_backward_kernel {
     T* ds = buf.ds + r * BC + c0;
     const bool replayed = nonlinear || acc != nullptr;
     if (replayed)  // f(s), keeping what the stages' backward reads
-      replay_forward(s, buf.bias, buf.kept, views, r, bi, i, j0, n, n_vec, unmasked, acc != nullptr);
+      fwd.stage_row(s, buf.bias, buf.kept, BC, views, r, bi, i, j0, n, n_vec, unmasked, acc != nullptr);
     else
       fwd.prepare_row(s, buf.bias, views, r, nullptr, bi, i, j0, n, n_vec, unmasked);  // f(s); -inf on [n, n_vec)
     if (std::isfinite(lse) && lse_low != T(0)) {  // exp((s - lse) - lse_low): the low part survives
