@@ -790,7 +790,9 @@ struct attention_kernel {
   /// n), sets the lanes [n, n_vec) (n_vec a whole number of vectors) to
   /// -inf so the softmax steps need no scalar tails, and returns the row's
   /// maximum: one pass, each vector loaded and stored once (separate passes
-  /// per stage cost more than the arithmetic on short rows).
+  /// per stage cost more than the arithmetic on short rows). With a map
+  /// stage, `stage_row` (a stage at a time: the user's function in a tight
+  /// loop rather than a vector round trip per score).
   /// `views`: each mask stage's flags of the tile (`mask_views`), of which
   /// this is row r. `shared` (or nullptr): for a mask stage s that is the
   /// same for every query row (a padding mask, stride 0 along i), its flags

@@ -15,8 +15,8 @@
 /// dK += (g dS)ᵀ Q. Key tiles that a causal mask sends wholly to -inf are
 /// skipped, and so are the blocks a boolean mask does (`block_mask`: whole
 /// tiles, and the empty blocks at either end of a key tile). Extra memory:
-/// one BR x BC tile (and one tile of flags per mask source) and two values
-/// per query row.
+/// one BR x BC tile (and one tile of flags per mask source), one BC row
+/// per score stage (the replay's) and two values per query row.
 ///
 /// Semantics are those of PyTorch's autograd on the unfused chain: a
 /// masked score's gradient is exactly 0 (masked_fill's backward), a row
