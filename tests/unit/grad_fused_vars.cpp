@@ -605,3 +605,57 @@ TEST_CASE("score modifications fuse together: soft-capping of tempered scores, l
     check_fused_equals_unfused(all, rr, 2e-4, q0, k0, v0, temp, slope, sink);
   }
 }
+
+TEST_CASE("score modifications replayed over rows: masks around tanh, a map, a learned temperature and ALiBi slopes") {
+  // f32 over several query and key tiles: the backward replays the stages a
+  // row at a time. A mask with a finite fill before the learned and
+  // nonlinear stages hides keys whose scores are not finite (inf and NaN in
+  // K): their gradients stop there, and the learned gradients stay finite;
+  // a mask with -inf after them hides whole query rows (NaN rows).
+  using FQ4 = tensor<float, batch, head, q_posn, d_head>;
+  using FK4 = tensor<float, batch, head, k_posn, d_head>;
+  using FV4 = tensor<float, batch, head, k_posn, d_value>;
+  using FT = tensor<float, head>;
+  constexpr std::size_t nq = 70, nk = 150;
+  const FQ4 q0 = random_tensor(FQ4(batch{2}, head{2}, q_posn{nq}, d_head{8}), 31);
+  FK4 k0 = random_tensor(FK4(batch{2}, head{2}, k_posn{nk}, d_head{8}), 32);
+  const FV4 v0 = random_tensor(FV4(batch{2}, head{2}, k_posn{nk}, d_value{4}), 33);
+  FT temp(head{2}), slope(head{2});
+  temp(head{0}) = 0.9f;
+  temp(head{1}) = 1.7f;
+  slope(head{0}) = 0.25f;
+  slope(head{1}) = 0.0625f;
+  tensor<bool, batch, q_posn, k_posn> hidden(batch{2}, q_posn{nq}, k_posn{nk});
+  tensor<bool, batch, q_posn> gone(batch{2}, q_posn{nq});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t i = 0; i < nq; ++i) {
+      gone(batch{b}, q_posn{i}) = b == 1 && i % 11 == 3;
+      for (std::size_t j = 0; j < nk; ++j)
+        hidden(batch{b}, q_posn{i}, k_posn{j}) = j >= 120 + 10 * b || (i + j) % 7 == 0;
+    }
+  k0(batch{0}, head{1}, k_posn{125}, d_head{3}) = std::numeric_limits<float>::infinity();
+  k0(batch{1}, head{0}, k_posn{140}, d_head{0}) = std::numeric_limits<float>::quiet_NaN();
+  const auto cube = with_derivative([](float s) { return s + 0.05f * s * s * s; },
+                                    [](float s) { return 1.0f + 0.15f * s * s; });
+  auto chain = [&](auto unfused, const auto& q, const auto& k, const auto& v, const auto& t, const auto& m) {
+    auto s = masked_fill(head_scores<decltype(unfused)::value>(q, k), hidden, -30.0f);
+    auto capped = 4.0f * tanh(s * t / 4.0f);
+    auto biased = map(cube, capped) + outer(m, relative_positions<float>(q_posn{nq}, k_posn{nk}));
+    return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+        softmax<k_posn>(masked_fill(biased, gone, -std::numeric_limits<float>::infinity())), v);
+  };
+  const auto rr = random_tensor(tensor<float, batch, head, q_posn, d_value>(batch{2}, head{2}, q_posn{nq}, d_value{4}), 34);
+  check_fused_equals_unfused(chain, rr, 2e-4, q0, k0, v0, temp, slope);
+  // the learned gradients are finite: the masked scores' gradients are exactly 0
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto tv = t.watch(temp);
+  auto mv = t.watch(slope);
+  t.backward(sum<batch, head, q_posn, d_value>(chain(std::false_type{}, q, k, v, tv, mv) * rr));
+  for (std::size_t h = 0; h < 2; ++h) {
+    CHECK(std::isfinite(gradient(tv)(head{h})));
+    CHECK(std::isfinite(gradient(mv)(head{h})));
+  }
+}

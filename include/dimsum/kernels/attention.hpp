@@ -551,6 +551,7 @@ struct attention_kernel {
 
   const attention_args<T>& a;
   bool vanish[max_score_stages] = {};  // masked_keys_vanish of each causal stage
+  bool has_map = false;  // a map stage: prepare_row runs the stages a row at a time (`stage_row`)
   std::size_t dv_pad, nk_pad;
   std::ptrdiff_t s_row_off[BR], col_off[BC];
   std::ptrdiff_t o_row_off[BR];
@@ -559,6 +560,7 @@ struct attention_kernel {
       : a(args), dv_pad(round_up(args.dv, NR)), nk_pad(round_up(args.nk, NR)) {
     for (std::size_t s = 0; s < a.n_stages; ++s)
       vanish[s] = a.stages[s].op == score_op::causal && masked_keys_vanish(a, s);
+    for (std::size_t s = 0; s < a.n_stages; ++s) has_map = has_map || a.stages[s].op == score_op::map;
     for (std::size_t i = 0; i < BR; ++i) {
       s_row_off[i] = static_cast<std::ptrdiff_t>(i * BC);
       o_row_off[i] = static_cast<std::ptrdiff_t>(i * dv_pad);
@@ -696,11 +698,101 @@ struct attention_kernel {
     return r;
   }
 
+  /// tanh of a vector (of one value on the scalar arch), as prepare_row.
+  static auto tanh_of(const typename simd_ops<T, Arch>::vec& x) {
+    if constexpr (simd_ops<T, Arch>::width > 1)
+      return vector_math<math_fn::tanh>(x);
+    else
+      return scalar_math<math_fn::tanh>(x);
+  }
+
+  /// The score stages over row r (query i) of a tile, keys [j0, j0 + n),
+  /// as `prepare_row` computes them (the same operations on each score, so
+  /// the results agree to the bit) but a stage at a time over the whole
+  /// row: row becomes f(row), -inf on [n, n_vec); returns its maximum. A
+  /// map calls the user's function in a tight loop over the row (no
+  /// vector round trip per score). With `kept` (not nullptr; `ld` >=
+  /// n_vec values a stage, which the backward's `replay_backward` reads),
+  /// kept + s * ld holds a factor stage's input (when `learn`), a map's
+  /// input, a tanh's output. `bias` receives a generic bias's row.
+  T stage_row(T* row, T* bias, T* kept, std::size_t ld, const flag_view* views, std::size_t r, std::size_t bi,
+              std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec, bool unmasked, bool learn = false) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
+    constexpr T ninf = -std::numeric_limits<T>::infinity();
+    const bool biased = a.bias.present(), affine = a.bias.slope != nullptr;
+    const std::size_t bias_at = biased ? a.bias.at : a.n_stages + 1;
+    if (biased && !affine) {
+      a.bias.add(a.bias.ctx, bi, i, j0, n, bias);
+      for (std::size_t j = n; j < n_vec; ++j) bias[j] = T(0);
+    }
+    const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
+    alignas(64) T lane[W];
+    for (std::size_t l = 0; l < W; ++l) lane[l] = T(l);
+    const auto iota = ops::load(lane), vslope = ops::broadcast(slope), vsbase = ops::broadcast(sbase);
+    auto add_bias = [&] {
+      for (std::size_t j = 0; j < n_vec; j += W) {
+        const auto b = affine ? ops::fma(vslope, iota + ops::broadcast(T(j)), vsbase) : ops::loadu(bias + j);
+        ops::storeu(row + j, ops::loadu(row + j) + b);
+      }
+    };
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      if (s == bias_at) add_bias();
+      const score_stage<T>& st = a.stages[s];
+      const T value = a.stage_value(s, bi);
+      const auto v = ops::broadcast(value);
+      T* in = kept ? kept + s * ld : nullptr;
+      switch (st.op) {
+        case score_op::multiply:
+          if (in && learn && st.factor) std::copy_n(row, n_vec, in);
+          for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(row + j, ops::loadu(row + j) * v);
+          break;
+        case score_op::divide:
+          for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(row + j, ops::loadu(row + j) / v);
+          break;
+        case score_op::tanh:
+          for (std::size_t j = 0; j < n_vec; j += W) {
+            const auto t = tanh_of(ops::loadu(row + j));
+            ops::storeu(row + j, t);
+            if (in) ops::storeu(in + j, t);
+          }
+          break;
+        case score_op::map:
+          if (in) std::copy_n(row, n, in);
+          for (std::size_t j = 0; j < n; ++j) row[j] = st.fn(st.ctx, row[j]);
+          break;
+        case score_op::causal: {
+          const key_range kept_cols = causal_kept_columns(st, i, j0, n);
+          std::fill(row, row + kept_cols.lo, value);
+          std::fill(row + kept_cols.hi, row + n, value);
+          break;
+        }
+        case score_op::mask:
+          if (unmasked) break;
+          for (std::size_t j = 0; j < n; ++j) row[j] = views[s](r, j) ? value : row[j];
+          break;
+      }
+    }
+    if (bias_at == a.n_stages) add_bias();
+    for (std::size_t j = n; j < n_vec; ++j) row[j] = ninf;
+    if constexpr (W > 1) {  // the maximum as prepare_row finds it
+      auto vm = ops::broadcast(ninf);
+      for (std::size_t j = 0; j < n_vec; j += W) vm = xsimd::max(vm, ops::loadu(row + j));
+      return lane_max<T, Arch>(vm);
+    } else {
+      T mx = ninf;
+      for (std::size_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+      return mx;
+    }
+  }
+
   /// Applies the score stages to row r (query i) of the tile, keys [j0, j0 +
   /// n), sets the lanes [n, n_vec) (n_vec a whole number of vectors) to
   /// -inf so the softmax steps need no scalar tails, and returns the row's
   /// maximum: one pass, each vector loaded and stored once (separate passes
-  /// per stage cost more than the arithmetic on short rows).
+  /// per stage cost more than the arithmetic on short rows). With a map
+  /// stage, `stage_row` (a stage at a time: the user's function in a tight
+  /// loop rather than a vector round trip per score).
   /// `views`: each mask stage's flags of the tile (`mask_views`), of which
   /// this is row r. `shared` (or nullptr): for a mask stage s that is the
   /// same for every query row (a padding mask, stride 0 along i), its flags
@@ -709,6 +801,7 @@ struct attention_kernel {
   /// scores, so the mask stages are not read (views may be unset).
   T prepare_row(T* row, T* bias, const flag_view* views, std::size_t r, const T* shared, std::size_t bi,
                 std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec, bool unmasked = false) const {
+    if (has_map) return stage_row(row, bias, nullptr, 0, views, r, bi, i, j0, n, n_vec, unmasked);
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     constexpr T ninf = -std::numeric_limits<T>::infinity();

@@ -8,14 +8,15 @@
 /// key by key), optionally with its rounding error lse_low[i]. The
 /// backward never materialises the scores: with D[i] = sum_c dO[i, c] * O[i, c], for each key tile it recomputes
 /// P = exp(f(Q Kᵀ) - lse), then dV += Pᵀ dO, dP = dO Vᵀ, dS = P * (dP - D),
-/// and with g = df/ds (the product of the live scale stages, or each
-/// score's stages replayed when f has tanh, a map or a factor; 0 where a
+/// and with g = df/ds (the product of the live scale stages, or the
+/// stages replayed over each row, forward then backward, when f has tanh,
+/// a map or a factor or a learned part is wanted; 0 where a
 /// causal or boolean mask replaced the score) dQ += (g dS) K,
 /// dK += (g dS)ᵀ Q. Key tiles that a causal mask sends wholly to -inf are
 /// skipped, and so are the blocks a boolean mask does (`block_mask`: whole
 /// tiles, and the empty blocks at either end of a key tile). Extra memory:
-/// one BR x BC tile (and one tile of flags per mask source) and two values
-/// per query row.
+/// one BR x BC tile (and one tile of flags per mask source), one BC row
+/// per score stage (the replay's) and two values per query row.
 ///
 /// Semantics are those of PyTorch's autograd on the unfused chain: a
 /// masked score's gradient is exactly 0 (masked_fill's backward), a row
@@ -188,8 +189,9 @@ struct attention_backward_kernel {
   bool accumulate;
   T scale = T(1);  // df/ds where no mask replaced the score (no tanh, no factor)
   bool has_mask = false;
-  // A tanh or map stage or a factor per batch index: df/ds varies, and each
-  // score's gradient is found by replaying its stages (`replay`).
+  // A tanh or map stage or a factor per batch index: df/ds varies, and the
+  // scores' gradients are found by replaying the stages over each row
+  // (`attention_kernel::stage_row`, `replay_backward`).
   bool nonlinear = false;
   std::vector<std::ptrdiff_t> off_bc, off_dq, unit;
 
@@ -222,14 +224,17 @@ struct attention_backward_kernel {
 
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
-    T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt, *bias, *raw;
+    // raw: a generic bias's gradient of one row (`replay_backward`);
+    // kept: the stages' inputs (a tanh's output) of one row, BC per stage
+    T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt, *bias, *raw, *kept;
     bool* flags;  // the mask sources' flags of one tile, BR * BC per source
   };
-  std::array<std::size_t, 18> sizes() const {
+  static constexpr std::size_t n_buffers = 19;
+  std::array<std::size_t, n_buffers> sizes() const {
     const std::size_t tile = BR * BC;
     return {nk_pad * a.dk, nk_pad * a.dv, dk_pad * a.nk, a.dk * t_ld, a.dv * t_ld,
             q_in_place() ? 0 : a.nq * a.dk, dout_in_place() ? 0 : a.nq * a.dv, a.nq * dk_pad, a.nq,
-            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC, BC, BC};
+            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC, BC, BC, a.n_stages * BC};
   }
   std::size_t scratch_bytes() const {
     std::size_t total = round_up(mask_sources(a) * BR * BC, scratch_alignment);
@@ -238,14 +243,14 @@ struct attention_backward_kernel {
   }
   buffers carve(void* base) const {
     auto* p = static_cast<unsigned char*>(base);
-    T* ptr[18];
+    T* ptr[n_buffers];
     const auto n = sizes();
-    for (std::size_t x = 0; x < 18; ++x) {
+    for (std::size_t x = 0; x < n_buffers; ++x) {
       ptr[x] = reinterpret_cast<T*>(p);
       p += round_up(n[x] * sizeof(T), scratch_alignment);
     }
-    return {ptr[0], ptr[1],  ptr[2],  ptr[3],  ptr[4],  ptr[5],  ptr[6],  ptr[7],  ptr[8],
-            ptr[9], ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16], ptr[17],
+    return {ptr[0],  ptr[1],  ptr[2],  ptr[3],  ptr[4],  ptr[5],  ptr[6],  ptr[7],  ptr[8],  ptr[9],
+            ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16], ptr[17], ptr[18],
             reinterpret_cast<bool*>(p)};
   }
 
@@ -322,71 +327,89 @@ struct attention_backward_kernel {
     const attention_grad_args<T>* g = nullptr;  // its dbias, called per row
   };
 
-  /// Whether the causal (or window) stage st replaces the score at (i, j).
-  static bool causal_masks(const score_stage<T>& st, std::size_t i, std::size_t j) {
-    const std::size_t pos = i + st.offset;  // keys (pos - window, pos] are kept
-    return j > pos || (st.window != unbounded_window && pos - j >= st.window);
+  /// sum over j < n of x[j] * y[j] (y == nullptr: x[j] * (base + j)), in
+  /// T's lanes over the row and in double across them: a row holds at most
+  /// BC terms, and the callers add each row's sum to a double.
+  static double row_dot(const T* x, const T* y, T base, std::size_t n) {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
+    alignas(64) T lane[W];
+    for (std::size_t l = 0; l < W; ++l) lane[l] = T(l);
+    const auto iota = ops::load(lane);
+    auto acc = ops::zero();
+    std::size_t j = 0;
+    for (; j + W <= n; j += W) {
+      const auto other = y ? ops::loadu(y + j) : iota + ops::broadcast(base + T(j));
+      acc = ops::fma(ops::loadu(x + j), other, acc);
+    }
+    ops::store(lane, acc);
+    double sum = 0.0;
+    for (std::size_t l = 0; l < W; ++l) sum += double(lane[l]);
+    for (; j < n; ++j) sum += double(x[j]) * double(y ? y[j] : base + T(j));
+    return sum;
   }
 
-  /// The gradient of the raw score `raw` at (bi, i, j) from the gradient
-  /// `d` of the final score f(raw), by replaying the stages forward (each
-  /// stage's input kept; a mask puts its value in) and then backward: a multiply or divide scales
-  /// it, tanh multiplies it by 1 - tanh², a mask that replaced the score
-  /// makes it 0 (masked_fill's backward). A factor stage adds d times its
-  /// input to its sum, the affine bias d times the distance to the slope's.
-  /// `value` holds the stages' values of bi, `b` the bias at (i, j), and
-  /// views[s](r, c) the flag of mask stage s there (`unmasked`: none set).
-  /// `db` (not nullptr): set to the gradient of the biased score.
-  T replay(T raw, T d, const T* value, T b, T distance, std::size_t i, std::size_t j, const flag_view* views,
-           std::size_t r, std::size_t c, bool unmasked, learned_sums* acc, T* db = nullptr) const {
+  /// The gradient of the raw scores of the row from d, the gradient of
+  /// the final scores f(raw) (in place; n_vec values, only [0, n) meaningful), by
+  /// running the stages backward over the whole row on what
+  /// `attention_kernel::stage_row` kept: a multiply or divide scales it, tanh multiplies
+  /// it by 1 - tanh², a map by its derivative at the map's input, a mask
+  /// that replaced a score makes it 0 there (masked_fill's backward). A
+  /// factor stage adds sum_j d * input to acc's sum, the affine bias sum_j
+  /// d * distance to the slope's; a generic bias's gradient row (the
+  /// gradient of the biased score) goes to acc's dbias through `db`.
+  void replay_backward(T* d, const T* kept, T* db, const flag_view* views, std::size_t r, std::size_t bi,
+                       std::size_t i, std::size_t j0, std::size_t n, std::size_t n_vec, bool unmasked,
+                       learned_sums* acc) const {
+    using ops = simd_ops<T, Arch>;
+    constexpr std::size_t W = ops::width;
     const std::size_t bias_at = a.bias.present() ? a.bias.at : a.n_stages + 1;
     const bool learn_slope = acc != nullptr && a.bias.slope != nullptr;
-    T in[max_score_stages];
-    T x = raw;
-    for (std::size_t s = 0; s < a.n_stages; ++s) {
-      if (s == bias_at) x += b;
-      in[s] = x;
-      const score_stage<T>& st = a.stages[s];
-      switch (st.op) {
-        case score_op::multiply: x *= value[s]; break;
-        case score_op::divide: x /= value[s]; break;
-        case score_op::tanh: x = std::tanh(x); break;
-        case score_op::map: x = st.fn(st.ctx, x); break;
-        case score_op::causal:
-          if (causal_masks(st, i, j)) x = st.value;
-          break;
-        case score_op::mask:
-          if (!unmasked && views[s](r, c)) x = st.value;
-          break;
+    const bool learn_bias = acc && acc->g && acc->g->dbias && a.bias.add;
+    const T distance0 = learn_slope ? a.bias_distance(i, j0) : T(0);  // of key j0; whole numbers, exact in T
+    auto at_bias = [&] {
+      if (learn_slope) acc->slope += row_dot(d, nullptr, distance0, n);
+      if (learn_bias) {
+        std::copy_n(d, n, db);
+        acc->g->dbias(acc->g->dbias_ctx, bi, i, j0, n, db);
       }
-    }
-    if (learn_slope && bias_at == a.n_stages) acc->slope += double(d) * double(distance);
-    if (db && bias_at == a.n_stages) *db = d;
+    };
+    if (bias_at == a.n_stages) at_bias();
+    const auto one = ops::broadcast(T(1));
     for (std::size_t s = a.n_stages; s-- > 0;) {
       const score_stage<T>& st = a.stages[s];
+      const auto v = ops::broadcast(a.stage_value(s, bi));
+      const T* in = kept + s * BC;
       switch (st.op) {
         case score_op::multiply:
-          if (acc && st.factor) acc->factor[s] += double(d) * double(in[s]);
-          d *= value[s];
+          if (acc && st.factor) acc->factor[s] += row_dot(d, in, T(0), n);
+          for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(d + j, ops::loadu(d + j) * v);
           break;
-        case score_op::divide: d /= value[s]; break;
-        case score_op::map: d *= st.dfn(st.ctx, in[s]); break;
-        case score_op::tanh: {
-          const T t = std::tanh(in[s]);
-          d *= T(1) - t * t;
+        case score_op::divide:
+          for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(d + j, ops::loadu(d + j) / v);
+          break;
+        case score_op::map:
+          for (std::size_t j = 0; j < n; ++j) d[j] *= st.dfn(st.ctx, in[j]);
+          break;
+        case score_op::tanh:
+          for (std::size_t j = 0; j < n_vec; j += W) {
+            const auto t = ops::loadu(in + j);
+            ops::storeu(d + j, ops::loadu(d + j) * (one - t * t));
+          }
+          break;
+        case score_op::causal: {
+          const key_range kept_cols = causal_kept_columns(st, i, j0, n);
+          std::fill(d, d + kept_cols.lo, T(0));
+          std::fill(d + kept_cols.hi, d + n, T(0));
           break;
         }
-        case score_op::causal:
-          if (causal_masks(st, i, j)) d = T(0);
-          break;
         case score_op::mask:
-          if (!unmasked && views[s](r, c)) d = T(0);
+          if (unmasked) break;
+          for (std::size_t j = 0; j < n; ++j) d[j] = views[s](r, j) ? T(0) : d[j];
           break;
       }
-      if (learn_slope && s == bias_at) acc->slope += double(d) * double(distance);
-      if (db && s == bias_at) *db = d;
+      if (s == bias_at) at_bias();
     }
-    return d;
   }
 
   /// Row r (query i) of the tile, keys [j0, j0 + n) at tile columns [c0,
@@ -406,8 +429,10 @@ struct attention_backward_kernel {
     T* dp = buf.dp + r * BC + c0;
     T* ds = buf.ds + r * BC + c0;
     const bool replayed = nonlinear || acc != nullptr;
-    if (replayed) std::copy_n(s, n, buf.raw);
-    fwd.prepare_row(s, buf.bias, views, r, nullptr, bi, i, j0, n, n_vec, unmasked);  // f(s); -inf on [n, n_vec)
+    if (replayed)  // f(s), keeping what the stages' backward reads
+      fwd.stage_row(s, buf.bias, buf.kept, BC, views, r, bi, i, j0, n, n_vec, unmasked, acc != nullptr);
+    else
+      fwd.prepare_row(s, buf.bias, views, r, nullptr, bi, i, j0, n, n_vec, unmasked);  // f(s); -inf on [n, n_vec)
     if (std::isfinite(lse) && lse_low != T(0)) {  // exp((s - lse) - lse_low): the low part survives
       const auto hi = ops::broadcast(lse);
       for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(s + j, ops::loadu(s + j) - hi);
@@ -421,25 +446,7 @@ struct attention_backward_kernel {
     const auto vd = ops::broadcast(buf.dsum[i]), vg = ops::broadcast(replayed ? T(1) : scale);
     for (std::size_t j = 0; j < n_vec; j += W)
       ops::storeu(ds + j, vg * (ops::loadu(s + j) * (ops::loadu(dp + j) - vd)));
-    if (replayed) {
-      T value[max_score_stages];
-      for (std::size_t st = 0; st < a.n_stages; ++st) value[st] = a.stage_value(st, bi);
-      const bool affine = a.bias.slope != nullptr;
-      const T slope = affine ? a.bias_slope(bi) : T(0), sbase = affine ? slope * a.bias_distance(i, j0) : T(0);
-      // a generic bias's gradient, row by row: dB replaces the raw score
-      // in buf.raw once replay has read it
-      const bool learn_bias = acc && acc->g && acc->g->dbias && a.bias.add;
-      for (std::size_t j = 0; j < n; ++j) {
-        // the bias as prepare_row added it (buf.bias holds a generic one's row)
-        const T b = affine ? simd_ops<T, scalar_arch>::fma(slope, T(j), sbase) : a.bias.add ? buf.bias[j] : T(0);
-        const T distance = affine ? a.bias_distance(i, j0 + j) : T(0);
-        T db = T(0);
-        ds[j] = replay(buf.raw[j], ds[j], value, b, distance, i, j0 + j, views, r, j, unmasked, acc,
-                       learn_bias ? &db : nullptr);
-        if (learn_bias) buf.raw[j] = db;
-      }
-      if (learn_bias) acc->g->dbias(acc->g->dbias_ctx, bi, i, j0, n, buf.raw);
-    }
+    if (replayed) replay_backward(ds, buf.kept, buf.raw, views, r, bi, i, j0, n, n_vec, unmasked, acc);
     // masked_fill's backward: exactly 0 where a mask replaced the score;
     // a causal stage keeps the tile columns [from, to) (as prepare_row)
     std::size_t from = 0, to = n;
