@@ -305,6 +305,7 @@ concept has_dims = requires { typename std::remove_cvref_t<O>::dims; };
 template <class O>
 struct gradient_axes {
   static constexpr bool is_var = false;
+  static constexpr bool is_replicated = false;
   static constexpr std::array<std::string_view, 0> axes{};
 };
 
@@ -331,8 +332,31 @@ constexpr std::pair<std::size_t, std::size_t> partial_gradient_operand() {
   (one(std::type_identity<std::remove_cvref_t<Os>>{}), ...);
   return found;
 }
+/// The index of the first replicated var among Os with an axis that none of
+/// the result's placements Out is on (its gradient would be complete on
+/// every rank, and all_reducing it would count it once per rank), or
+/// sizeof...(Os).
 template <class Out, class... Os>
-inline constexpr bool gradients_complete = partial_gradient_operand<Out, Os...>().first == sizeof...(Os);
+constexpr std::size_t idle_replicated_operand() {
+  using I = placement_info<Out>;
+  std::size_t k = 0, found = sizeof...(Os);
+  auto one = [&]<class O>(std::type_identity<O>) {
+    using G = gradient_axes<O>;
+    if constexpr (G::is_replicated) {
+      for (auto a : G::axes) {
+        bool used = false;
+        for (std::size_t i = 0; i < I::size; ++i) used = used || a == I::axes[i];
+        if (!used && found == sizeof...(Os)) found = k;
+      }
+    }
+    ++k;
+  };
+  (one(std::type_identity<std::remove_cvref_t<Os>>{}), ...);
+  return found;
+}
+template <class Out, class... Os>
+inline constexpr bool gradients_complete = partial_gradient_operand<Out, Os...>().first == sizeof...(Os) &&
+                                           idle_replicated_operand<Out, Os...>() == sizeof...(Os);
 /// Reports the operand partial_gradient_operand finds (defined in sharded_var.hpp).
 template <class Out, class... Os>
 struct report_partial_gradient;

@@ -48,6 +48,16 @@ struct gradient_would_be_a_partial_sum {
                 "gradient's parts backward), or shard it over the axis too");
 };
 
+/// Checker: a replicated var in an operation none of whose values is split
+/// over its axis.
+template <class VarDims, class Axis>
+struct replicated_var_meets_no_split_value {
+  static_assert(dimsum::detail::always_false<VarDims, Axis>,
+                "dimsum: a var made by dist::replicate<axis> meets no value split (or partial) over that axis here, "
+                "so every rank computes all of its gradient and replicate's all_reduce would count it once per rank; "
+                "use the var replicate was given");
+};
+
 /// A var sharded over a mesh: each rank holds `local()`, the var of its
 /// block, recorded on its own tape. Made by `dist::watch` (a parameter
 /// holding this rank's block), `dist::shard` of a var, and the dist::
@@ -101,6 +111,7 @@ class replicated<grad::var<T, Ds...>, As...> {
   using value_type = T;
   using dims = dim_list<Ds...>;
   using placements = std::tuple<>;
+  using first_axis = std::tuple_element_t<0, std::tuple<As...>>;
 
   replicated(var_type local, std::shared_ptr<dist::detail::mesh_comms> comms)
       : local_(std::move(local)), comms_(std::move(comms)) {}
@@ -133,16 +144,19 @@ template <class O>
   requires grad::detail::var_like<O>
 struct gradient_axes<O> {
   static constexpr bool is_var = !grad::detail::is_frozen_var_v<O>;
+  static constexpr bool is_replicated = false;
   static constexpr std::array<std::string_view, 0> axes{};
 };
 template <class T, dimension... Ds, class... Ps>
 struct gradient_axes<sharded<grad::var<T, Ds...>, Ps...>> {
   static constexpr bool is_var = true;
+  static constexpr bool is_replicated = false;
   static constexpr auto axes = axes_of<std::tuple<Ps...>>::value;
 };
 template <class T, dimension... Ds, axis... As>
 struct gradient_axes<replicated<grad::var<T, Ds...>, As...>> {
   static constexpr bool is_var = true;
+  static constexpr bool is_replicated = true;
   static constexpr std::array<std::string_view, sizeof...(As)> axes{As::name.view()...};
 };
 
@@ -150,9 +164,14 @@ template <class Out, class... Os>
 struct report_partial_gradient {
   static constexpr void report() {
     constexpr auto at = partial_gradient_operand<Out, Os...>();
-    using O = std::remove_cvref_t<std::tuple_element_t<at.first, std::tuple<Os...>>>;
-    using A = typename std::tuple_element_t<at.second, Out>::mesh_axis;
-    dimsum::detail::report<gradient_would_be_a_partial_sum<diagnostic_dims_t<typename O::dims>, A>>();
+    if constexpr (at.first != sizeof...(Os)) {
+      using O = std::remove_cvref_t<std::tuple_element_t<at.first, std::tuple<Os...>>>;
+      using A = typename std::tuple_element_t<at.second, Out>::mesh_axis;
+      dimsum::detail::report<gradient_would_be_a_partial_sum<diagnostic_dims_t<typename O::dims>, A>>();
+    } else {
+      using O = std::remove_cvref_t<std::tuple_element_t<idle_replicated_operand<Out, Os...>(), std::tuple<Os...>>>;
+      dimsum::detail::report<replicated_var_meets_no_split_value<diagnostic_dims_t<typename O::dims>, typename O::first_axis>>();
+    }
   }
 };
 
