@@ -7,6 +7,7 @@
 #include <dimsum/distributed/abort_on_error.hpp>
 #include <dimsum/distributed/mesh.hpp>
 #include <dimsum/distributed/sharded.hpp>
+#include <dimsum/distributed/sharded_var.hpp>
 #include <dimsum/distributed/data_parallel.hpp>
 #include <dimsum/distributed/checkpoint.hpp>
 #include <dimsum/distributed/zero.hpp>

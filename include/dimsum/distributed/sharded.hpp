@@ -34,6 +34,9 @@
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/errors.hpp>
 #include <dimsum/distributed/mesh.hpp>
+// The var overloads of eval, einsum, softmax, ... must be declared before
+// the dist:: operations that call them qualified on a sharded var's block.
+#include <dimsum/grad/grad.hpp>
 #include <dimsum/io/print.hpp>
 #include <dimsum/ops/einsum.hpp>
 #include <dimsum/ops/mask.hpp>
@@ -241,6 +244,15 @@ inline constexpr bool is_sharded_v = false;
 template <class Tn, class... Ps>
 inline constexpr bool is_sharded_v<sharded<Tn, Ps...>> = true;
 
+/// A var every rank holds in full along mesh axes As, inside a
+/// tensor-parallel region (distributed/sharded_var.hpp).
+template <class Var, axis... As>
+class replicated;
+template <class X>
+inline constexpr bool is_replicated_v = false;
+template <class V, axis... As>
+inline constexpr bool is_replicated_v<replicated<V, As...>> = true;
+
 namespace detail {
 template <class X>
 struct placements_of {
@@ -253,10 +265,11 @@ struct placements_of<sharded<Tn, Ps...>> {
 template <class X>
 using placements_of_t = typename placements_of<std::remove_cvref_t<X>>::type;
 
-/// A sharded operand's local block; anything else as it is (replicated).
+/// A sharded (or replicated var) operand's local block; anything else as
+/// it is (replicated).
 template <class X>
 decltype(auto) local_of(const X& x) {
-  if constexpr (is_sharded_v<X>)
+  if constexpr (is_sharded_v<X> || is_replicated_v<X>)
     return (x.local());
   else
     return (x);
@@ -265,12 +278,88 @@ template <class... Xs>
 std::shared_ptr<mesh_comms> comms_of(const Xs&... xs) {
   std::shared_ptr<mesh_comms> c;
   auto take = [&](const auto& x) {
-    if constexpr (is_sharded_v<std::remove_cvref_t<decltype(x)>>)
+    using X = std::remove_cvref_t<decltype(x)>;
+    if constexpr (is_sharded_v<X> || is_replicated_v<X>)
       if (!c) c = x.comms();
   };
   (take(xs), ...);
   return c;
 }
+
+/// The type a rank's block is held as: itself for a tensor; a var for
+/// anything var-like (a lazy or fused var is recorded as the var it
+/// gives; specialised in distributed/sharded_var.hpp).
+template <class X>
+struct block_type {
+  using type = X;
+};
+
+/// An operand with dims (a named expression, a var, a sharded value).
+template <class O>
+concept has_dims = requires { typename std::remove_cvref_t<O>::dims; };
+
+/// Whether an operand is a var whose gradient backward computes (a var,
+/// a sharded var, a replicated var; specialised in sharded_var.hpp), and
+/// the mesh axes over which its gradient is complete on each rank (those
+/// of its placements, and a replicated var's axes).
+template <class O>
+struct gradient_axes {
+  static constexpr bool is_var = false;
+  static constexpr bool is_replicated = false;
+  static constexpr std::array<std::string_view, 0> axes{};
+};
+
+/// The index of the first var operand among Os whose gradient would be a
+/// partial sum over a mesh axis of the result's placements Out (its block
+/// of the result is computed from this rank's part only), or sizeof...(Os);
+/// `axis` receives that axis's index in Out.
+template <class Out, class... Os>
+constexpr std::pair<std::size_t, std::size_t> partial_gradient_operand() {
+  using I = placement_info<Out>;
+  std::size_t k = 0;
+  std::pair<std::size_t, std::size_t> found{sizeof...(Os), 0};
+  auto one = [&]<class O>(std::type_identity<O>) {
+    using G = gradient_axes<O>;
+    if constexpr (G::is_var) {
+      for (std::size_t i = 0; i < I::size && found.first == sizeof...(Os); ++i) {
+        bool covered = false;
+        for (auto a : G::axes) covered = covered || a == I::axes[i];
+        if (!covered) found = {k, i};
+      }
+    }
+    ++k;
+  };
+  (one(std::type_identity<std::remove_cvref_t<Os>>{}), ...);
+  return found;
+}
+/// The index of the first replicated var among Os with an axis that none of
+/// the result's placements Out is on (its gradient would be complete on
+/// every rank, and all_reducing it would count it once per rank), or
+/// sizeof...(Os).
+template <class Out, class... Os>
+constexpr std::size_t idle_replicated_operand() {
+  using I = placement_info<Out>;
+  std::size_t k = 0, found = sizeof...(Os);
+  auto one = [&]<class O>(std::type_identity<O>) {
+    using G = gradient_axes<O>;
+    if constexpr (G::is_replicated) {
+      for (auto a : G::axes) {
+        bool used = false;
+        for (std::size_t i = 0; i < I::size; ++i) used = used || a == I::axes[i];
+        if (!used && found == sizeof...(Os)) found = k;
+      }
+    }
+    ++k;
+  };
+  (one(std::type_identity<std::remove_cvref_t<Os>>{}), ...);
+  return found;
+}
+template <class Out, class... Os>
+inline constexpr bool gradients_complete = partial_gradient_operand<Out, Os...>().first == sizeof...(Os) &&
+                                           idle_replicated_operand<Out, Os...>() == sizeof...(Os);
+/// Reports the operand partial_gradient_operand finds (defined in sharded_var.hpp).
+template <class Out, class... Os>
+struct report_partial_gradient;
 
 template <class... Ts>
 using tuple_cat_t = decltype(std::tuple_cat(std::declval<Ts>()...));
@@ -320,7 +409,8 @@ struct result<invalid_expression, std::tuple<Ps...>> {
 };
 template <class Tn, class Tuple>
 auto make_result(Tn t, const std::shared_ptr<mesh_comms>& c) {
-  return result<Tn, Tuple>::make(std::move(t), c);
+  using B = typename block_type<Tn>::type;
+  return result<B, Tuple>::make(B(std::move(t)), c);
 }
 
 /// The first dim placed inconsistently among operands Os (dims Ls): index
@@ -337,7 +427,7 @@ constexpr inconsistency find_inconsistency() {
   std::array<std::vector<std::string_view>, n> axes{};
   std::size_t k = 0;
   auto one = [&]<class O>(std::type_identity<O>) {
-    if constexpr (is_sharded_v<O> || named_expression<O>) {  // scalars have no dims
+    if constexpr (is_sharded_v<O> || is_replicated_v<O> || has_dims<O>) {  // scalars have no dims
       using L = dims_of_t<std::remove_cvref_t<decltype(local_of(std::declval<const O&>()))>>;
       using I = placement_info<placements_of_t<O>>;
       for (std::size_t i = 0; i < L::size; ++i) {
@@ -798,10 +888,15 @@ auto einsum(const Os&... ops) {
         partial_sum_used_as_a_full_value<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, op_product_of_partial_sums>>();
     return invalid_expression{};
   } else {
-    auto local = dimsum::eval(dimsum::einsum<Pattern>(detail::local_of(ops)...));
-    using Tn = decltype(local);
+    using Tn = decltype(dimsum::eval(dimsum::einsum<Pattern>(detail::local_of(ops)...)));
     using Out = typename detail::contraction_placements<dims_of_t<Tn>, All>::type;
-    return detail::make_result<Tn, Out>(std::move(local), detail::comms_of(ops...));
+    if constexpr (!is_invalid_v<Tn> && !detail::gradients_complete<Out, Os...>) {
+      detail::report_partial_gradient<Out, Os...>::report();
+      return invalid_expression{};
+    } else {
+      auto local = dimsum::eval(dimsum::einsum<Pattern>(detail::local_of(ops)...));
+      return detail::make_result<Tn, Out>(std::move(local), detail::comms_of(ops...));
+    }
   }
 }
 
@@ -942,7 +1037,8 @@ auto map(F&& f, const sharded<Tn, Ps...>& s) {
 /// reduced over a dim each rank holds only a block of; contract it with
 /// `dist::einsum`, which leaves a partial sum).
 template <class F, class A, class B, class... Rest>
-  requires(is_sharded_v<A> || is_sharded_v<B> || (is_sharded_v<Rest> || ...))
+  requires(is_sharded_v<A> || is_sharded_v<B> || (is_sharded_v<Rest> || ...) || is_replicated_v<A> || is_replicated_v<B> ||
+           (is_replicated_v<Rest> || ...))
 auto map(F&& f, const A& a, const B& b, const Rest&... rest) {
   using All = detail::tuple_cat_t<detail::placements_of_t<A>, detail::placements_of_t<B>, detail::placements_of_t<Rest>...>;
   using I = detail::placement_info<All>;
@@ -961,6 +1057,9 @@ auto map(F&& f, const A& a, const B& b, const Rest&... rest) {
     if constexpr (!is_invalid_v<Local> && dropped != std::tuple_size_v<Splits>) {
       using P = std::tuple_element_t<dropped, Splits>;
       dimsum::detail::report<operation_over_a_sharded_dim<diagnostic_name_t<typename P::dim>, typename P::mesh_axis, op_map>>();
+      return invalid_expression{};
+    } else if constexpr (!detail::gradients_complete<Splits, A, B, Rest...>) {
+      detail::report_partial_gradient<Splits, A, B, Rest...>::report();
       return invalid_expression{};
     } else {
       Local local = dimsum::eval(f(detail::local_of(a), detail::local_of(b), detail::local_of(rest)...));
@@ -1015,6 +1114,9 @@ auto arithmetic(const A& a, const B& b) {
     using Op2 = std::conditional_t<Op == arith::add || Op == arith::sub, op_add_full_value, op_product_of_partial_sums>;
     report_partial<Op2, Ps>();
     return invalid_expression{};
+  } else if constexpr (!gradients_complete<typename dedup<std::tuple<>, tuple_cat_t<AP, BP>>::type, A, B>) {
+    report_partial_gradient<typename dedup<std::tuple<>, tuple_cat_t<AP, BP>>::type, A, B>::report();
+    return invalid_expression{};
   } else {
     auto local = dimsum::eval(combine<Op>(local_of(a), local_of(b)));
     using Out = typename dedup<std::tuple<>, tuple_cat_t<AP, BP>>::type;
@@ -1022,7 +1124,8 @@ auto arithmetic(const A& a, const B& b) {
   }
 }
 template <class A, class B>
-concept sharded_operands = (is_sharded_v<std::remove_cvref_t<A>> || is_sharded_v<std::remove_cvref_t<B>>);
+concept sharded_operands = (is_sharded_v<std::remove_cvref_t<A>> || is_sharded_v<std::remove_cvref_t<B>> ||
+                            is_replicated_v<std::remove_cvref_t<A>> || is_replicated_v<std::remove_cvref_t<B>>);
 }  // namespace detail
 
 /// Element-wise arithmetic on sharded values (and replicated tensors or
