@@ -30,6 +30,7 @@
 
 #include "../../examples/char_transformer_forward.hpp"
 #include "inputs.hpp"
+#include "lm_inputs.hpp"
 
 namespace dist = dimsum::dist;
 DIMSUM_MESH_AXIS(data);
@@ -66,29 +67,9 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  char_lm::config c;
-  c.d_model = s[2];
-  c.n_heads = s[3];
-  c.n_layers = s[4];
-  c.vocab = s[5];
-  c.d_mlp = s[6];
-  c.context = P;
-  char_lm::model m = char_lm::make_model(c);
-  int k = 0;
-  dimsum::nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
-    const bool ln_weight = name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
-    float* v = p.value.data();
-    for (std::size_t i = 0; i < p.value.size(); ++i) v[i] = (ln_weight ? 1.0f : 0.0f) + bench::input_value(i, 20 + k, 0.1);
-    p.zero_grad();
-    ++k;
-  });
+  char_lm::model m = bench::lm_model(s);
   const std::size_t b = B / std::size_t(size);
-  char_lm::ids_t x(char_lm::batch{b}, char_lm::posn{P}), y(char_lm::batch{b}, char_lm::posn{P});
-  for (std::size_t i = 0; i < b * P; ++i) {
-    const std::size_t flat = std::size_t(rank) * b * P + i;  // this rank's rows of the whole batch
-    x.data()[i] = std::int64_t((7 * flat + 3) % c.vocab);
-    y.data()[i] = std::int64_t((5 * flat + 1) % c.vocab);
-  }
+  const auto [x, y] = bench::lm_batch(std::size_t(rank) * b, b, P, s[5]);  // this rank's rows of the whole batch
   dist::mesh<data> mesh(MPI_COMM_WORLD, data{size});
   dist::gradient_reducer<data> reducer(mesh, m, bucket_bytes);
   std::vector<float> g_whole, g_bucketed;
