@@ -398,4 +398,82 @@ TEST_CASE("tensor-parallel training with AdamW's moments split over the data axi
   }
 }
 
+TEST_CASE("the ZeRO state of a tensor-parallel model, saved per model coordinate, resumes on fewer data ranks",
+          "[mpi][tp_dp][zero][checkpoint]") {
+  lm single = make_model();
+  dimsum::optim::adamw single_opt(adamw_opts);
+  std::vector<float> want;
+  for (int s = 0; s < 6; ++s) {
+    const auto [x, y] = batch_of(std::uint64_t(s));
+    dimsum::nn::zero_grad(single);
+    grad::tape t;
+    auto loss = single_loss(t, single, x, y);
+    want.push_back(loss.item());
+    t.backward(loss);
+    single_opt.step(single);
+  }
+  for (const auto& [dp, tp] : mesh_shapes()) {
+    INFO("saved on mesh data=" << dp << " x model=" << tp << ", rank " << world_rank());
+    const std::string dir = shared_dir("tp-zero");
+    mesh2 m(MPI_COMM_WORLD, data{dp}, model{tp});
+    // Each coordinate of `model` saves its blocks' state through the mesh of its data ranks.
+    const dist::mesh<data> mine(m.comm<data>(), data{dp});
+    const std::string coord = std::to_string(m.coord<model>());
+    lm l = local_blocks(m, make_model());
+    dist::sharded_adamw<data> opt(adamw_opts);
+    std::vector<float> uninterrupted;
+    for (int s = 0; s < 6; ++s) {
+      if (s == 3) {
+        if (tp > 1) {
+          // One checkpoint over the 2-D mesh would keep one model rank's
+          // moments only: refused on every rank.
+          CHECK_THROWS_WITH(dist::save_optimizer_state(m, dir + "/both", l, opt),
+                            Catch::Contains("the ranks along mesh axis 'model' hold different parameter values") &&
+                                Catch::Contains("through a mesh of axis 'data' alone"));
+          // A model every rank holds whole (copies along `model`) saves through the 2-D mesh.
+          lm copies = make_model();
+          dist::sharded_adamw<data> fresh(adamw_opts);
+          CHECK_NOTHROW(dist::save_optimizer_state(m, dir + "/copies", copies, fresh));
+        }
+        dist::save_module(mine, dir + "/model-" + coord, l);
+        dist::save_optimizer_state(mine, dir + "/optim-" + coord, l, opt);
+      }
+      uninterrupted.push_back(block_gradients(m, l, s));
+      opt.step(m, l);
+    }
+    for (int s = 0; s < 6; ++s) CHECK(std::abs(uninterrupted[std::size_t(s)] - want[std::size_t(s)]) <= loss_tolerance);
+    // Resumed on the same mesh, and on one data rank per model coordinate
+    // (the first tp ranks).
+    for (const int dp2 : {dp, 1}) {
+      if (dp2 == 1 && dp == 1) continue;
+      INFO("resumed on mesh data=" << dp2 << " x model=" << tp);
+      MPI_Comm c = first_ranks(dp2 * tp);
+      if (c != MPI_COMM_NULL) {
+        mesh2 m2(c, data{dp2}, model{tp});
+        const dist::mesh<data> mine2(m2.comm<data>(), data{dp2});
+        const std::string coord2 = std::to_string(m2.coord<model>());
+        lm r = local_blocks(m2, make_model());
+        dist::sharded_adamw<data> opt2({.lr = 0.5});  // the checkpoint restores the options
+        dist::load_module(mine2, dir + "/model-" + coord2, r);
+        dist::load_optimizer_state(mine2, dir + "/optim-" + coord2, r, opt2);
+        const std::size_t count = elements_per_rank(std::size_t(tp));
+        CHECK(opt2.state_elements() == 2 * ((count + std::size_t(dp2) - 1) / std::size_t(dp2)));
+        for (int s = 3; s < 6; ++s) {
+          INFO("step " << s);
+          const float loss = block_gradients(m2, r, s);
+          opt2.step(m2, r);
+          CHECK(std::abs(loss - want[std::size_t(s)]) <= loss_tolerance);
+          // on the mesh that saved it: the same operations, the same bits
+          if (dp2 == dp) CHECK(loss == uninterrupted[std::size_t(s)]);
+        }
+        lm whole = gathered(m2, r);
+        CHECK(worst_difference(single, whole) <= parameter_tolerance);
+        MPI_Comm_free(&c);
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    remove_dir(dir);
+  }
+}
+
 #include "mpi_catch_main.hpp"

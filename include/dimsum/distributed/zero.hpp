@@ -79,6 +79,48 @@ void for_each_trained_parameter(M&& module, F&& f) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Checks, collectively over mesh m, that the ranks along every mesh axis
+/// other than A hold the same parameter values (a 64-bit hash of them: two
+/// all-reduces per such axis of size > 1, and one over the mesh): one
+/// checkpoint of sharded_adamw<A> over m holds one copy of each block of
+/// A, which the ranks at coordinate 0 of the other axes write. Ranks that
+/// hold different values there (tensor-parallel blocks split over another
+/// axis) throw `dist_error` on every rank, naming the axis and what to do.
+template <axis A, axis... Axes, class M>
+void check_copies_along_other_axes(const mesh<Axes...>& m, const std::string& what, const M& module) {
+  const auto& c = *m.comms();
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a of every parameter's value bytes
+  for_each_trained_parameter(module, [&](const std::string&, const auto& p) {
+    const auto* b = reinterpret_cast<const unsigned char*>(p.value.data());
+    for (std::size_t i = 0, n = p.value.size() * sizeof(*p.value.data()); i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  });
+  const auto start = clock::now();
+  int differs = -1;  // the index of the first axis whose ranks hold different values
+  for (std::size_t k = 0; k < c.names.size(); ++k) {
+    if (c.names[k] == A::name.view() || c.sizes[k] == 1) continue;
+    std::array<std::uint64_t, 2> mine{h, ~h}, most{};
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(mine.data(), most.data(), 2, MPI_UINT64_T, MPI_MAX, c.axis_comms[k], &req),
+              "MPI_Iallreduce (parameter values hash)");
+    finish(req, c.axis_comms[k], what, start);
+    if (most[0] != ~most[1] && differs < 0) differs = static_cast<int>(k);
+  }
+  if (c.names.size() == 1) return;
+  int first = differs < 0 ? std::numeric_limits<int>::max() : differs, any = 0;
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(&first, &any, 1, MPI_INT, MPI_MIN, m.comm(), &req), "MPI_Iallreduce (parameter values hash)");
+  finish(req, m.comm(), what, start);
+  if (any == std::numeric_limits<int>::max()) return;
+  const std::string axis(c.names[static_cast<std::size_t>(any)]), a(A::name.view());
+  throw dist_error(what + ": the ranks along mesh axis '" + axis +
+                   "' hold different parameter values (blocks split over that axis), so their optimizer states "
+                   "differ and one checkpoint over this mesh would keep only one of them; save and load the state "
+                   "of each coordinate of '" + axis + "' in a directory of its own, through a mesh of axis '" + a +
+                   "' alone (dist::mesh<" + a + ">(m.comm<" + a + ">(), " + a + "{m.axis_size<" + a + ">()}))");
+}
+}  // namespace detail
+
 /// AdamW with its state split over mesh axis A (ZeRO-1). `step(m, module)`
 /// is collective over A and does what `average_gradients<A>(m, module)`
 /// followed by `optim::adamw::step(module)` does (every parameter ends
@@ -165,6 +207,7 @@ class sharded_adamw {
   template <axis... Axes, class M>
   void save_to(const mesh<Axes...>& m, const std::string& dir, const M& module) const {
     detail::check_same_parameters(m.comm(), "saving checkpoint '" + dir + "'", module);
+    detail::check_copies_along_other_axes<A>(m, "saving checkpoint '" + dir + "'", module);
     const auto& c = *m.comms();
     const std::size_t a = c.axis_index(A::name.view());
     detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
@@ -233,6 +276,7 @@ class sharded_adamw {
   void load_from(const mesh<Axes...>& m, const std::string& dir, const M& module) {
     const std::string what = "loading optimizer state from checkpoint '" + dir + "'";
     detail::check_same_parameters(m.comm(), what, module);
+    detail::check_copies_along_other_axes<A>(m, what, module);
     const auto& c = *m.comms();
     const std::size_t a = c.axis_index(A::name.view());
     optim::adamw_options o = f_.opt.options;
