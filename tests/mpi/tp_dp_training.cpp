@@ -351,13 +351,22 @@ TEST_CASE("tensor x data parallel AdamW steps of a character transformer equal s
     dimsum::optim::adamw opt(adamw_opts);
     for (int s = 0; s < steps; ++s) {
       INFO("step " << s);
+      dist::reset_traffic();
       const float loss = block_gradients(m, l, s);
       CHECK(std::abs(loss - want[std::size_t(s)]) <= loss_tolerance);
+      // Over `model`, per block: the all_reduces of the attention's and the
+      // MLP's outputs (forward) and the replicates' all_reduces of the layer
+      // norms' gradients (backward), each of this rank's windows x d_model.
+      const std::size_t activation_bytes = (B / std::size_t(dp)) * P * D * sizeof(float);
+      CHECK(dist::traffic_counter().calls == 4 * L);
+      CHECK(dist::traffic_counter().payload_bytes == 4 * L * activation_bytes);
+      CHECK(dist::traffic_counter().ring_bytes == 4 * L * (2 * (std::size_t(tp) - 1) * activation_bytes / std::size_t(tp)));
       // The split parameters' blocks are averaged with the same blocks on
       // the other data ranks; the whole ones with the whole ones.
       dist::reset_traffic();
       const std::size_t bytes = dist::average_gradients<data>(m, l);
       CHECK(bytes == elements_per_rank(std::size_t(tp)) * sizeof(float));
+      CHECK(dist::traffic_counter().calls == 1);
       opt.step(l);
     }
     lm whole = gathered(m, l);
