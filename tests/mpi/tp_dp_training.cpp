@@ -463,6 +463,13 @@ TEST_CASE("the ZeRO state of a tensor-parallel model, saved per model coordinate
         const std::string coord2 = std::to_string(m2.coord<model>());
         lm r = local_blocks(m2, make_model());
         dist::sharded_adamw<data> opt2({.lr = 0.5});  // the checkpoint restores the options
+        if (tp > 1) {
+          // Loading one coordinate's state over the 2-D mesh is refused too, and leaves opt2 as it was.
+          CHECK_THROWS_WITH(dist::load_optimizer_state(m2, dir + "/optim-" + coord2, r, opt2),
+                            Catch::Contains("loading optimizer state from checkpoint '" + dir + "/optim-" + coord2 +
+                                            "': the ranks along mesh axis 'model' hold different parameter values"));
+          CHECK(opt2.state_elements() == 0);
+        }
         dist::load_module(mine2, dir + "/model-" + coord2, r);
         dist::load_optimizer_state(mine2, dir + "/optim-" + coord2, r, opt2);
         const std::size_t count = elements_per_rank(std::size_t(tp));

@@ -439,7 +439,12 @@ struct zero_checkpoint {
 /// in C order (dim `zero_block`; the index records the parameter's dims
 /// and extents as "flattened"), written by the ranks of axis A that keep
 /// them. The module must be the same on every rank (a `shape_error` on
-/// every rank naming the first parameter that differs and the ranks);
+/// every rank naming the first parameter that differs and the ranks), and
+/// on a mesh with other axes than A hold the same values along each of
+/// them (a `dist_error` on every rank naming the axis otherwise: with
+/// tensor-parallel blocks split over `model`, save each `model`
+/// coordinate's state through a `mesh<A>` of its A ranks, in a directory
+/// of its own);
 /// the save is atomic as `save_checkpoint`'s: a failed one throws on every
 /// rank and leaves the previous checkpoint in `dir` as it was.
 ///
@@ -457,7 +462,9 @@ void save_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const 
 /// distributed checkpoint reshards. Restores the options (as
 /// `load_state_dict` restores `param_groups`) and every moment and step
 /// count. Checks first, on every rank, that the module is the same on
-/// every rank (`shape_error` naming the parameter and the ranks), that the
+/// every rank (`shape_error` naming the parameter and the ranks) and, on a
+/// mesh with other axes than A, the same along each of them (`dist_error`
+/// naming the axis, as in `save_optimizer_state`), that the
 /// checkpoint's names are exactly the module's state entries
 /// (`checkpoint_error` naming the missing and unexpected ones), and each
 /// parameter's dims and extents (`shape_error` naming the parameter);
