@@ -1,0 +1,178 @@
+// One training step of seed 000's causal attention layer, tensor-parallel
+// over MPI ranks (heads split over the mesh axis `model`): the training-step
+// entry of bench/scaling beside bench/peers/dimsum_train.cpp (one process)
+// and torch_train.py.
+//
+//   mpirun -np R dimsum_tp_train B P M H D [reps] [--out file.f32]
+//
+// Each rank watches its blocks of W_Q, W_K, W_V, W_O, b_Q, b_K, b_V
+// (dist::watch, split by head) and b_O whole; the forward is the layer of
+// tests/mpi/tensor_parallel_training.cpp (Megatron's f on x, the attention
+// of the rank's heads fused through dist::map, one all_reduce of the
+// output), the loss sum(out * R) as dimsum_train.cpp's; backward; AdamW
+// (PyTorch's defaults) on each rank's blocks. Rank 0 prints median_ms (each
+// step between barriers), peak_extra_mib (the largest rank's), and what one
+// step's collectives sent per rank (ring_bytes, payload_bytes,
+// collectives); with --out it writes the first step's gradients, gathered
+// whole, as raw float32 in dimsum_train.cpp's order (W_Q, W_K, W_V, W_O,
+// b_Q, b_K, b_V, b_O).
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include <dimsum/dimsum.hpp>
+#include <dimsum/distributed/dist.hpp>
+#include <dimsum/training.hpp>
+
+#include "inputs.hpp"
+
+namespace dist = dimsum::dist;
+namespace grad = dimsum::grad;
+using dimsum::einsum;
+using dimsum::parameter;
+using dimsum::rename;
+using dimsum::tensor;
+
+DIMSUM_MESH_AXIS(model);
+DIMSUM_DIM(batch);
+DIMSUM_DIM(posn);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_model);
+DIMSUM_DIM(nheads);
+DIMSUM_DIM(d_head);
+
+namespace {
+using by_head = dist::split<nheads, model>;
+
+struct layer {
+  BOOST_HANA_DEFINE_STRUCT(layer, (parameter<float, nheads, d_model, d_head>, W_Q),
+                           (parameter<float, nheads, d_model, d_head>, W_K),
+                           (parameter<float, nheads, d_model, d_head>, W_V),
+                           (parameter<float, nheads, d_head, d_model>, W_O), (parameter<float, nheads, d_head>, b_Q),
+                           (parameter<float, nheads, d_head>, b_K), (parameter<float, nheads, d_head>, b_V),
+                           (parameter<float, d_model>, b_O));
+};
+
+template <class T>
+T filled(const std::vector<float>& v, T t) {
+  std::copy(v.begin(), v.end(), t.data());
+  return t;
+}
+
+int run(const bench::peer_args& args) {
+  const bench::attention_shape s = args.shape;
+  int ranks = 0, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  dist::mesh<model> m(MPI_COMM_WORLD, model{ranks});
+  bench::attention_inputs in(s);
+  const batch B{s.b};
+  const posn P{s.p};
+  const d_model M{s.m};
+  const nheads H{s.h};
+  const d_head D{s.d};
+  const auto x = filled(in.x, tensor<float, batch, posn, d_model>(B, P, M));
+  const auto R = filled(bench::make_input(s.b * s.p * s.m, 9, 1.0), tensor<float, batch, posn, d_model>(B, P, M));
+  auto block = [&](auto full) { return dist::shard<by_head>(m, std::move(full)).local(); };
+  layer w{};  // this rank's blocks (b_O whole)
+  w.W_Q.value = block(filled(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D)));
+  w.W_K.value = block(filled(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D)));
+  w.W_V.value = block(filled(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D)));
+  w.W_O.value = block(filled(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M)));
+  w.b_Q.value = block(filled(in.b_Q, tensor<float, nheads, d_head>(H, D)));
+  w.b_K.value = block(filled(in.b_K, tensor<float, nheads, d_head>(H, D)));
+  w.b_V.value = block(filled(in.b_V, tensor<float, nheads, d_head>(H, D)));
+  w.b_O.value = filled(in.b_O, tensor<float, d_model>(M));
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  const float inf = std::numeric_limits<float>::infinity();
+  dimsum::optim::adamw opt;
+  std::vector<float> grads;
+  auto step = [&] {
+    dimsum::nn::zero_grad(w);
+    {
+      grad::tape t;
+      const auto xr = dist::replicate<model>(m, t.constant(x));  // Megatron's f (x needs no gradient here)
+      const auto q = dist::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(
+                         xr, dist::watch<by_head>(t, m, w.W_Q)) +
+                     dist::watch<by_head>(t, m, w.b_Q);
+      const auto k = dist::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(
+                         xr, dist::watch<by_head>(t, m, w.W_K)) +
+                     dist::watch<by_head>(t, m, w.b_K);
+      const auto v = dist::einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(
+                         xr, dist::watch<by_head>(t, m, w.W_V)) +
+                     dist::watch<by_head>(t, m, w.b_V);
+      const auto z = dist::map(
+          [&](const auto& ql, const auto& kl, const auto& vl) {
+            auto e = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
+                dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
+                    einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(
+                        rename<posn, q_posn>(ql), rename<posn, k_posn>(kl)) *
+                        scale,
+                    -inf)),
+                rename<posn, k_posn>(vl));
+            static_assert(dimsum::uses_fused_attention_v<decltype(e)>);
+            return e;
+          },
+          q, k, v);
+      const grad::var<float, batch, q_posn, d_model> out =
+          dist::all_reduce(dist::einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(
+              z, dist::watch<by_head>(t, m, w.W_O))) +
+          w.b_O(t);
+      t.backward(dimsum::sum<batch, q_posn, d_model>(out * rename<posn, q_posn>(R)));
+    }
+    if (grads.empty()) {  // the first step's gradients, gathered whole
+      dimsum::nn::for_each_parameter(w, [&](const std::string&, auto& p) {
+        if constexpr (!dimsum::contains_v<typename std::remove_cvref_t<decltype(p)>::dims, nheads>) {  // b_O: whole
+          grads.insert(grads.end(), p.grad.data(), p.grad.data() + p.grad.size());
+        } else {
+          const auto full = dist::all_gather<nheads>(dist::from_local<by_head>(m, p.grad));
+          grads.insert(grads.end(), full.data(), full.data() + full.size());
+        }
+      });
+    }
+    opt.step(w);
+  };
+  step();  // AdamW's state allocated, the gradients kept
+  const std::vector<float> first = grads;
+  malloc_trim(0);
+  dist::reset_traffic();
+  const double mib = bench::peak_extra_mib(step);
+  const dist::traffic sent = dist::traffic_counter();
+  double worst_mib = 0;
+  MPI_Reduce(&mib, &worst_mib, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  using clock = std::chrono::steady_clock;
+  std::vector<double> times;
+  for (int r = 0; r < args.reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = clock::now();
+    step();
+    MPI_Barrier(MPI_COMM_WORLD);
+    times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+  if (me != 0) return 0;
+  std::sort(times.begin(), times.end());
+  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
+  std::printf("peak_extra_mib=%.1f\nmedian_ms=%.4f\nring_bytes=%llu\npayload_bytes=%llu\ncollectives=%llu\n", worst_mib,
+              times[times.size() / 2], static_cast<unsigned long long>(sent.ring_bytes),
+              static_cast<unsigned long long>(sent.payload_bytes), static_cast<unsigned long long>(sent.calls));
+  if (args.out_path.empty()) return 0;
+  std::FILE* f = std::fopen(args.out_path.c_str(), "wb");
+  if (!f) return 1;
+  const bool written = std::fwrite(first.data(), sizeof(float), first.size(), f) == first.size();
+  return std::fclose(f) == 0 && written ? 0 : 1;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const bench::peer_args args = bench::parse_args(argc, argv);
+  const int rc = args.ok ? dist::abort_on_error(MPI_COMM_WORLD, [&] { return run(args); }) : 2;
+  MPI_Finalize();
+  return rc;
+}
