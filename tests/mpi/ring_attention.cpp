@@ -4,7 +4,8 @@
 // double over the whole sequence (forward output, and the gradients of q,
 // k and v derived by hand: D = rowsum(dO * O), dS = P (dO v^T - D)), at
 // p = 4096 split over the ranks: causal, sliding windows narrower and wider
-// than a rank's block, and full (non-causal) attention with heads and
+// than a rank's block (the forward also against the single-process fused
+// attention on the whole sequence), and full (non-causal) attention with heads and
 // queries and keys of different lengths. Uneven blocks and causal blocks of
 // different lengths are refused with shape_error on every rank; a rank that
 // never enters a ring shift ends the others' wait with dist_error at the
@@ -159,6 +160,27 @@ void check_sequence(std::size_t p, bool causal, std::size_t window, unsigned see
   const double tol = 2e-6;
   INFO("p " << p << " causal " << causal << " window " << window << " ranks " << n);
   CHECK(max_error(o.local().data(), ref.out, dv, lo, hi) < tol);
+  // and equals the single-process fused attention on the whole sequence (float), rows [lo, hi)
+  {
+    const auto qf = rows_of<q_posn, d_head>(q, dk, 0, p);
+    const auto kf = rows_of<k_posn, d_head>(k, dk, 0, p);
+    const auto vf = rows_of<k_posn, d_v>(v, dv, 0, p);
+    const float inf = std::numeric_limits<float>::infinity();
+    auto scores = dimsum::einsum<"q_posn d_head, k_posn d_head -> q_posn k_posn">(qf, kf) * float(ref.scale);
+    tensor<float, q_posn, d_v> single;
+    if (window > 0)
+      single = dimsum::einsum<"q_posn k_posn, k_posn d_v -> q_posn d_v">(
+          dimsum::softmax<k_posn>(dimsum::window_mask<q_posn, k_posn>(scores, window, -inf)), vf);
+    else if (causal)
+      single = dimsum::einsum<"q_posn k_posn, k_posn d_v -> q_posn d_v">(
+          dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(scores, -inf)), vf);
+    else
+      single = dimsum::einsum<"q_posn k_posn, k_posn d_v -> q_posn d_v">(dimsum::softmax<k_posn>(scores), vf);
+    double e = 0;
+    for (std::size_t i = 0; i < blk * dv; ++i) e = std::max(e, double(std::abs(o.local().data()[i] - single.data()[lo * dv + i])));
+    INFO("against the single-process fused attention: " << e);
+    CHECK(e < 1e-6);
+  }
   // each K/V block travels p - 1 hops: (p - 1) x this rank's K and V bytes
   const std::uint64_t kv_bytes = blk * (dk + dv) * sizeof(float);
   CHECK(dist::traffic_counter().ring_bytes == static_cast<std::uint64_t>(n - 1) * kv_bytes);
