@@ -16,6 +16,8 @@
 //   failing_ranks ring_stuck   rank 1 sleeps instead of entering ring_attention
 //   failing_ranks shift_stuck  rank 1 sleeps instead of entering a ring_shift;
 //                              its neighbours (ranks 0 and 2) hit the deadline
+//   failing_ranks ring_backward_stuck  every rank runs ring_attention on vars,
+//                              rank 1 sleeps instead of running backward
 #include <mpi.h>
 
 #include <chrono>
@@ -118,6 +120,20 @@ int main(int argc, char** argv) {
         return 0;
       }
       (void)dist::ring_attention<d_head>(q, k, k, {.causal = true});
+      return 0;
+    }
+    if (mode == "ring_backward_stuck") {
+      dimsum::parameter<float, q_posn, d_head> pq(dimsum::tensor<float, q_posn, d_head>(q_posn{8}));
+      dimsum::parameter<float, k_posn, d_head> pk(dimsum::tensor<float, k_posn, d_head>(k_posn{8}));
+      dimsum::grad::tape t;
+      auto q = dist::watch<dist::split<q_posn, model>>(t, m, pq);
+      auto k = dist::watch<dist::split<k_posn, model>>(t, m, pk);
+      auto o = dist::ring_attention<d_head>(q, k, k, {.causal = true});
+      if (me == 1) {
+        for (int i = 0; i < 600; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return 0;
+      }
+      t.backward(dimsum::einsum<>(o.local()));
       return 0;
     }
     if (mode == "static_split") {
