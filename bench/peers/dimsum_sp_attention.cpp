@@ -20,12 +20,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dimsum/dimsum.hpp>
+#include <dimsum/distributed/dist.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <dimsum/dimsum.hpp>
-#include <dimsum/distributed/dist.hpp>
 
 #include "inputs.hpp"
 
@@ -84,19 +83,19 @@ int run(const bench::peer_args& args) {
 
   tensor<float, batch, posn, d_model> out;
   auto forward = [&] {
-    tensor<float, batch, q_posn, nheads, d_head> q =
-        rename<posn, q_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_Q) + b_Q);
-    tensor<float, batch, k_posn, nheads, d_head> k =
-        rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_K) + b_K);
-    tensor<float, batch, k_posn, nheads, d_head> v =
-        rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_V) + b_V);
+    tensor<float, batch, q_posn, nheads, d_head> q = rename<posn, q_posn>(
+        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_Q) + b_Q);
+    tensor<float, batch, k_posn, nheads, d_head> k = rename<posn, k_posn>(
+        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_K) + b_K);
+    tensor<float, batch, k_posn, nheads, d_head> v = rename<posn, k_posn>(
+        einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(x, W_V) + b_V);
     // each rank's blocks of positions, as they are (dist::from_local would first compare extents)
     const dist::sharded<decltype(q), dist::split<q_posn, seq>> qs(std::move(q), m.comms());
     const dist::sharded<decltype(k), dist::split<k_posn, seq>> ks(std::move(k), m.comms());
     const dist::sharded<decltype(v), dist::split<k_posn, seq>> vs(std::move(v), m.comms());
     const auto z = dist::ring_attention<d_head>(qs, ks, vs, {.scale = scale, .causal = true});
-    out = einsum<"batch posn nheads d_head, nheads d_head d_model -> batch posn d_model">(rename<q_posn, posn>(z.local()),
-                                                                                       W_O) +
+    out = einsum<"batch posn nheads d_head, nheads d_head d_model -> batch posn d_model">(
+              rename<q_posn, posn>(z.local()), W_O) +
           b_O;
   };
 
@@ -118,8 +117,8 @@ int run(const bench::peer_args& args) {
   }
   // the output's blocks, gathered on rank 0 for --out (not timed)
   std::vector<float> all(me == 0 ? s.b * s.p * s.m : 0);
-  MPI_Gather(out.data(), static_cast<int>(out.size()), MPI_FLOAT, all.data(), static_cast<int>(out.size()), MPI_FLOAT, 0,
-             MPI_COMM_WORLD);
+  MPI_Gather(out.data(), static_cast<int>(out.size()), MPI_FLOAT, all.data(), static_cast<int>(out.size()), MPI_FLOAT,
+             0, MPI_COMM_WORLD);
   if (me != 0) return 0;
   std::sort(times.begin(), times.end());
   std::printf("peak_extra_mib=%.1f\nmedian_ms=%.4f\nring_bytes=%llu\npayload_bytes=%llu\ncollectives=%llu\n", worst_mib,

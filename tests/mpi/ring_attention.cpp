@@ -11,25 +11,23 @@
 // never enters a ring shift ends the others' wait with dist_error at the
 // deadline.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <mpi.h>
 
-#include "world.hpp"
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <dimsum/dimsum.hpp>
+#include <dimsum/distributed/dist.hpp>
+#include <dimsum/grad/grad.hpp>
 #include <limits>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <dimsum/dimsum.hpp>
-#include <dimsum/distributed/dist.hpp>
-#include <dimsum/grad/grad.hpp>
+#include "world.hpp"
 
 namespace dist = dimsum::dist;
 namespace grad = dimsum::grad;
@@ -160,7 +158,8 @@ void check_sequence(std::size_t p, bool causal, std::size_t window, unsigned see
 
   dist::reset_traffic();
   dist::sharded<tensor<T, q_posn, d_v>, dist::split<q_posn, seq>> o = dist::ring_attention<d_head>(qs, ks, vs, opt);
-  INFO((sizeof(T) == 8 ? "double" : "float") << " p " << p << " causal " << causal << " window " << window << " ranks " << n);
+  INFO((sizeof(T) == 8 ? "double" : "float")
+       << " p " << p << " causal " << causal << " window " << window << " ranks " << n);
   CHECK(max_error(o.local().data(), ref.out, dv, lo, hi) < tol);
   // and equals the single-process fused attention on the whole sequence, rows [lo, hi)
   {
@@ -179,7 +178,8 @@ void check_sequence(std::size_t p, bool causal, std::size_t window, unsigned see
     else
       single = dimsum::einsum<"q_posn k_posn, k_posn d_v -> q_posn d_v">(dimsum::softmax<k_posn>(scores), vf);
     double e = 0;
-    for (std::size_t i = 0; i < blk * dv; ++i) e = std::max(e, double(std::abs(o.local().data()[i] - single.data()[lo * dv + i])));
+    for (std::size_t i = 0; i < blk * dv; ++i)
+      e = std::max(e, double(std::abs(o.local().data()[i] - single.data()[lo * dv + i])));
     INFO("against the single-process fused attention: " << e);
     CHECK(e < tol / 2);
   }
@@ -266,7 +266,8 @@ TEST_CASE("ring_attention: full attention with heads, queries and keys of other 
   auto kv = dist::watch<dist::split<k_posn, seq>>(t, m, pk);
   auto vv = dist::watch<dist::split<k_posn, seq>>(t, m, pv);
   auto o = dist::ring_attention<d_head>(qv, kv, vv, {.scale = 0.3});
-  STATIC_REQUIRE(std::is_same_v<decltype(o), dist::sharded<grad::var<float, nheads, q_posn, d_v>, dist::split<q_posn, seq>>>);
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(o), dist::sharded<grad::var<float, nheads, q_posn, d_v>, dist::split<q_posn, seq>>>);
   t.backward(dimsum::einsum<>(o.local() * rl));
   double eo = 0, eq = 0, ek = 0, ev = 0;
   for (std::size_t h = 0; h < H; ++h) {
@@ -299,8 +300,7 @@ TEST_CASE("ring_attention: uneven and non-divisible splits are refused with shap
   if (n > 1) {
     // 4097 positions do not split evenly over the ranks
     auto uneven = [&] { return dist::shard<dist::split<q_posn, seq>>(m, qt(q_posn{4097})); };
-    CHECK_THROWS_WITH(uneven(),
-                      Catch::Contains("does not split evenly over mesh axis 'seq'"));
+    CHECK_THROWS_WITH(uneven(), Catch::Contains("does not split evenly over mesh axis 'seq'"));
     // blocks of other lengths on the last rank (made without from_local's check)
     const std::size_t len = me == n - 1 ? 9 : 8;
     dist::sharded<qt, dist::split<q_posn, seq>> q(qt(q_posn{len}), m.comms());
@@ -351,10 +351,10 @@ TEST_CASE("ring_shift: a block of other extents is a shape_error on the rank tha
   tensor<float, slot> mine(slot{len}), got(slot{len});
   auto t = dist::ring_shift<seq>(m, mine, got);
   if (n > 1 && (me == 0 || me == n - 1)) {  // rank 0 receives 6 elements, the last rank 5
-    CHECK_THROWS_WITH(t.wait(), Catch::Contains("ring_shift over mesh axis 'seq': rank ") &&
-                                    Catch::Contains(" sent a block of " + std::to_string(me == 0 ? 6 : 5) +
-                                                    " elements, rank " + std::to_string(me) + " expects " +
-                                                    std::to_string(len)));
+    CHECK_THROWS_WITH(t.wait(),
+                      Catch::Contains("ring_shift over mesh axis 'seq': rank ") &&
+                          Catch::Contains(" sent a block of " + std::to_string(me == 0 ? 6 : 5) + " elements, rank " +
+                                          std::to_string(me) + " expects " + std::to_string(len)));
   } else {
     CHECK_NOTHROW(t.wait());
   }
@@ -410,9 +410,10 @@ TEST_CASE("ring_shift and ring_attention: a rank that never enters ends the othe
       std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // never enters the ring
     } else if (n > 1) {  // every other rank: the call starts with an exchange between all ranks of the axis
       const auto start = std::chrono::steady_clock::now();
-      CHECK_THROWS_WITH(dist::ring_attention<d_head>(q, k, v),
-                        Catch::Contains("dimsum: dist: ring_attention over mesh axis 'seq': rank 1 did not arrive within") &&
-                            Catch::Contains("(deadline 0.5 s; rank " + std::to_string(me) + " waited)"));
+      CHECK_THROWS_WITH(
+          dist::ring_attention<d_head>(q, k, v),
+          Catch::Contains("dimsum: dist: ring_attention over mesh axis 'seq': rank 1 did not arrive within") &&
+              Catch::Contains("(deadline 0.5 s; rank " + std::to_string(me) + " waited)"));
       CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 1.2);
     } else {
       auto o = dist::ring_attention<d_head>(q, k, v);  // zeros in, zeros out

@@ -25,16 +25,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <memory>
-#include <span>
-#include <string>
-#include <string_view>
-#include <tuple>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/errors.hpp>
 #include <dimsum/distributed/mesh.hpp>
@@ -45,6 +35,15 @@
 #include <dimsum/kernels/attention.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
 #include <dimsum/tensor/tensor.hpp>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace dimsum::dist {
 
@@ -226,7 +225,9 @@ struct ring_job {
         const T la = lse[r];
         const std::ptrdiff_t o = ob + static_cast<std::ptrdiff_t>(i) * args.out_row;
         if (la == -std::numeric_limits<T>::infinity()) {
-          for (std::size_t c = 0; c < args.dv; ++c) out[o + static_cast<std::ptrdiff_t>(c) * args.out_col] = part[o + static_cast<std::ptrdiff_t>(c) * args.out_col];
+          for (std::size_t c = 0; c < args.dv; ++c)
+            out[o + static_cast<std::ptrdiff_t>(c) * args.out_col] =
+                part[o + static_cast<std::ptrdiff_t>(c) * args.out_col];
           lse[r] = lp;
           continue;
         }
@@ -234,7 +235,8 @@ struct ring_job {
         const double wa = std::exp(double(la) - m), wp = std::exp(double(lp) - m), sum = wa + wp;
         for (std::size_t c = 0; c < args.dv; ++c) {
           T& x = out[o + static_cast<std::ptrdiff_t>(c) * args.out_col];
-          x = static_cast<T>((double(x) * wa + double(part[o + static_cast<std::ptrdiff_t>(c) * args.out_col]) * wp) / sum);
+          x = static_cast<T>((double(x) * wa + double(part[o + static_cast<std::ptrdiff_t>(c) * args.out_col]) * wp) /
+                             sum);
         }
         lse[r] = static_cast<T>(m + std::log(sum));
       }
@@ -426,15 +428,14 @@ using ring_out_tensor = tensor<T, replace_head<QDs, Dk, Dv>...>;
 /// attention of the block in hand, each shift waiting at most
 /// `dist::deadline()`. Bytes sent per rank: (p - 1) x (this rank's K and V
 /// block bytes), counted in `dist::traffic_counter()`.
-template <dimension Dk, class T, dimension... QDs, dimension Q, axis A, dimension... KDs, dimension K,
-          dimension... VDs>
+template <dimension Dk, class T, dimension... QDs, dimension Q, axis A, dimension... KDs, dimension K, dimension... VDs>
 auto ring_attention(const sharded<tensor<T, QDs...>, split<Q, A>>& q, const sharded<tensor<T, KDs...>, split<K, A>>& k,
                     const sharded<tensor<T, VDs...>, split<K, A>>& v, ring_attention_options opt = {}) {
   using R = detail::ring_dims<dim_list<QDs...>, dim_list<KDs...>, dim_list<VDs...>, Q, K, Dk>;
   if constexpr (!R::ok) {
-    dimsum::detail::report<ring_attention_operands_do_not_fit<diagnostic_dims_t<dim_list<QDs...>>,
-                                                              diagnostic_dims_t<dim_list<KDs...>>,
-                                                              diagnostic_dims_t<dim_list<VDs...>>, diagnostic_name_t<Dk>>>();
+    dimsum::detail::report<
+        ring_attention_operands_do_not_fit<diagnostic_dims_t<dim_list<QDs...>>, diagnostic_dims_t<dim_list<KDs...>>,
+                                           diagnostic_dims_t<dim_list<VDs...>>, diagnostic_name_t<Dk>>>();
     return invalid_expression{};
   } else {
     using Dv = std::tuple_element_t<R::dv_index, std::tuple<VDs...>>;
@@ -455,16 +456,15 @@ auto ring_attention(const sharded<tensor<T, QDs...>, split<Q, A>>& q, const shar
 /// the rank that holds them). Every rank must run backward through it.
 /// Bytes sent per rank in backward: (p - 1) x the K and V block bytes, and
 /// as many again for their gradients' partial sums.
-template <dimension Dk, class T, dimension... QDs, dimension Q, axis A, dimension... KDs, dimension K,
-          dimension... VDs>
+template <dimension Dk, class T, dimension... QDs, dimension Q, axis A, dimension... KDs, dimension K, dimension... VDs>
 auto ring_attention(const sharded<grad::var<T, QDs...>, split<Q, A>>& q,
                     const sharded<grad::var<T, KDs...>, split<K, A>>& k,
                     const sharded<grad::var<T, VDs...>, split<K, A>>& v, ring_attention_options opt = {}) {
   using R = detail::ring_dims<dim_list<QDs...>, dim_list<KDs...>, dim_list<VDs...>, Q, K, Dk>;
   if constexpr (!R::ok) {
-    dimsum::detail::report<ring_attention_operands_do_not_fit<diagnostic_dims_t<dim_list<QDs...>>,
-                                                              diagnostic_dims_t<dim_list<KDs...>>,
-                                                              diagnostic_dims_t<dim_list<VDs...>>, diagnostic_name_t<Dk>>>();
+    dimsum::detail::report<
+        ring_attention_operands_do_not_fit<diagnostic_dims_t<dim_list<QDs...>>, diagnostic_dims_t<dim_list<KDs...>>,
+                                           diagnostic_dims_t<dim_list<VDs...>>, diagnostic_name_t<Dk>>>();
     return invalid_expression{};
   } else {
     using Dv = std::tuple_element_t<R::dv_index, std::tuple<VDs...>>;
@@ -481,20 +481,19 @@ auto ring_attention(const sharded<grad::var<T, QDs...>, split<Q, A>>& q,
     job->forward(kv.value().data(), vv.value().data(), out.data(), lse->data());
     grad::tape* owner = qv.owner() ? qv.owner() : kv.owner() ? kv.owner() : vv.owner();
     const bool needs = qv.requires_grad() || kv.requires_grad() || vv.requires_grad();
-    auto node = grad::detail::record(
-        owner, std::move(out), needs, [qv, kv, vv, job, lse](Out& g, const Out& value) {
-          auto dq = tensor<T, QDs...>::from_extents(qv.value().extents());
-          auto dk = tensor<T, KDs...>::from_extents(kv.value().extents());
-          auto dv = tensor<T, VDs...>::from_extents(vv.value().extents());
-          detail::ring_job<T> b = *job;
-          b.what.insert(std::string_view("ring_attention").size(), " (backward)");
-          b.args.q = qv.value().data();
-          b.backward(kv.value().data(), vv.value().data(), value.data(), lse->data(), g.data(), dq.data(), dk.data(),
-                        dv.data());
-          if (qv.requires_grad()) qv.node()->accumulate(std::move(dq));
-          if (kv.requires_grad()) kv.node()->accumulate(std::move(dk));
-          if (vv.requires_grad()) vv.node()->accumulate(std::move(dv));
-        });
+    auto node = grad::detail::record(owner, std::move(out), needs, [qv, kv, vv, job, lse](Out& g, const Out& value) {
+      auto dq = tensor<T, QDs...>::from_extents(qv.value().extents());
+      auto dk = tensor<T, KDs...>::from_extents(kv.value().extents());
+      auto dv = tensor<T, VDs...>::from_extents(vv.value().extents());
+      detail::ring_job<T> b = *job;
+      b.what.insert(std::string_view("ring_attention").size(), " (backward)");
+      b.args.q = qv.value().data();
+      b.backward(kv.value().data(), vv.value().data(), value.data(), lse->data(), g.data(), dq.data(), dk.data(),
+                 dv.data());
+      if (qv.requires_grad()) qv.node()->accumulate(std::move(dq));
+      if (kv.requires_grad()) kv.node()->accumulate(std::move(dk));
+      if (vv.requires_grad()) vv.node()->accumulate(std::move(dv));
+    });
     using V = grad::var_for_t<T, dims_of_t<Out>>;
     return sharded<V, split<Q, A>>(V(std::move(node)), q.comms());
   }
@@ -504,10 +503,10 @@ auto ring_attention(const sharded<grad::var<T, QDs...>, split<Q, A>>& q,
 /// along their key position over one mesh axis: the compile error
 /// `ring_attention_needs_position_splits`.
 template <dimension Dk, class Qs, class Ks, class Vs>
-  requires(is_sharded_v<Qs> || is_sharded_v<Ks> || is_sharded_v<Vs>)
-auto ring_attention(const Qs&, const Ks&, const Vs&, ring_attention_options = {}) {
+requires(is_sharded_v<Qs> || is_sharded_v<Ks> || is_sharded_v<Vs>) auto ring_attention(const Qs&, const Ks&, const Vs&,
+                                                                                       ring_attention_options = {}) {
   dimsum::detail::report<ring_attention_needs_position_splits<detail::placements_of_t<Qs>, detail::placements_of_t<Ks>,
-                                                               detail::placements_of_t<Vs>>>();
+                                                              detail::placements_of_t<Vs>>>();
   return invalid_expression{};
 }
 

@@ -13,17 +13,16 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <dimsum/core/errors.hpp>
+#include <dimsum/distributed/mesh.hpp>
+#include <dimsum/distributed/sharded.hpp>
+#include <dimsum/tensor/tensor.hpp>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <dimsum/core/errors.hpp>
-#include <dimsum/distributed/mesh.hpp>
-#include <dimsum/distributed/sharded.hpp>
-#include <dimsum/tensor/tensor.hpp>
 
 namespace dimsum::dist {
 
@@ -107,9 +106,9 @@ class transfer {
     for (std::size_t d = 0; d < s.names.size() && d < detail::shift_header_dims; ++d)
       if (got[2 + d] != want[2 + d]) {
         detail::abandon(s.reqs);
-        throw shape_error(s.what + ": dim '" + s.names[d] + "' has extent " + std::to_string(got[2 + d]) +
-                          " on rank " + detail::rank_list(s.comm, s.world, {s.from}) + " but " +
-                          std::to_string(want[2 + d]) + " on rank " + detail::rank_list(s.comm, s.world, {s.me}) +
+        throw shape_error(s.what + ": dim '" + s.names[d] + "' has extent " + std::to_string(got[2 + d]) + " on rank " +
+                          detail::rank_list(s.comm, s.world, {s.from}) + " but " + std::to_string(want[2 + d]) +
+                          " on rank " + detail::rank_list(s.comm, s.world, {s.me}) +
                           " (every rank must shift blocks of the same extents)");
       }
   }
@@ -226,8 +225,8 @@ transfer ring_shift(const mesh<Axes...>& m, const tensor<T, Ds...>& send, tensor
   ++tr.calls;
   tr.payload_bytes += send.size() * sizeof(T);
   tr.ring_bytes += send.size() * sizeof(T);
-  return transfer::start(c.axis_comms[a], c.cart, what, send.data(), recv.data(), send.size(), detail::mpi_type<T>(), to,
-                         from, detail::shift_header(1, send), detail::dim_names_of<tensor<T, Ds...>>());
+  return transfer::start(c.axis_comms[a], c.cart, what, send.data(), recv.data(), send.size(), detail::mpi_type<T>(),
+                         to, from, detail::shift_header(1, send), detail::dim_names_of<tensor<T, Ds...>>());
 }
 
 }  // namespace dimsum::dist
