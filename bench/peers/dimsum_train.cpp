@@ -1,9 +1,15 @@
 // One training step of seed 000's causal attention layer with dimsum:
-// forward on grad vars (the attention as one fused node,
-// grad::fused_attention), backward, AdamW (PyTorch defaults) -- the dimsum
+// forward on grad vars (the attention written as its three lines, recorded
+// as one fused node), backward, AdamW (PyTorch defaults) -- the dimsum
 // entry of bench/compare's "train" kind.
 //
-//   dimsum_train B P M H D [reps] [--out file.f32]
+//   dimsum_train [bf16] B P M H D [reps] [--out file.f32]
+//
+// With `bf16` (bench/compare's "train_bf16" kind) the step runs in mixed
+// precision: the float32 parameters watched as bf16 copies
+// (grad::watch_as), x rounded to bf16, every contraction and the attention
+// on bf16 operands with float32 sums; the loss and the parameters'
+// gradients are float32.
 //
 // The loss is sum(out * R) with R from bench/peers/inputs.hpp's generator
 // (salt 9). Prints peak_extra_mib and median_ms of one step; with --out,
@@ -20,6 +26,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <type_traits>
 #include <new>
 #include <limits>
 #include <vector>
@@ -99,6 +107,11 @@ T from(const std::vector<float>& v, T t) {
 }
 
 int main(int argc, char** argv) {
+  const bool mixed = argc > 1 && std::strcmp(argv[1], "bf16") == 0;
+  if (mixed) {
+    --argc;
+    ++argv;
+  }
   const bench::peer_args args = bench::parse_args(argc, argv);
   if (!args.ok) return 2;
   std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
@@ -124,22 +137,32 @@ int main(int argc, char** argv) {
   const float inf = std::numeric_limits<float>::infinity();
   dimsum::optim::adamw opt;
   std::vector<float> grads;
-  // The layer's forward on tape t and the loss.
+  // The layer's forward on tape t and the loss, in compute type C (float,
+  // or bf16 copies of the float32 parameters).
+  auto forward_as = [&]<class C>(dimsum::grad::tape& t, C) {
+    auto param = [&](auto& p) {
+      if constexpr (std::is_same_v<C, float>)
+        return t.watch(p);
+      else
+        return dimsum::grad::watch_as<C>(t, p);
+    };
+    auto xv = t.constant(dimsum::cast<C>(x));
+    auto q = rename<posn, q_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, param(w.W_Q)) + param(w.b_Q));
+    auto k = rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, param(w.W_K)) + param(w.b_K));
+    auto v = rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, param(w.W_V)) + param(w.b_V));
+    auto z = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
+        dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
+            einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale,
+            -inf)),
+        v);
+    if constexpr (std::is_same_v<C, float>) static_assert(dimsum::uses_fused_attention_v<decltype(z)>);
+    auto out = einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, param(w.W_O)) +
+               param(w.b_O);
+    return dimsum::sum<batch, q_posn, d_model>(dimsum::cast<float>(out) * rename<posn, q_posn>(R));
+  };
   auto forward = [&](dimsum::grad::tape& t) {
-    auto xv = t.constant(x);
-    auto q = rename<posn, q_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_Q)) + t.watch(w.b_Q));
-    auto k = rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_K)) + t.watch(w.b_K));
-    auto v = rename<posn, k_posn>(einsum<"batch posn d_model, nheads d_model d_head -> batch posn nheads d_head">(xv, t.watch(w.W_V)) + t.watch(w.b_V));
-    auto z = dimsum::grad::fused_attention(q, k, v, [&](const auto& q, const auto& k, const auto& v) {
-      return einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(
-          dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
-              einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale,
-              -inf)),
-          v);
-    });
-    auto out = einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, t.watch(w.W_O)) +
-               t.watch(w.b_O);
-    return dimsum::sum<batch, q_posn, d_model>(out * rename<posn, q_posn>(R));
+    if (mixed) return forward_as(t, dimsum::bf16{});
+    return forward_as(t, 0.0f);
   };
   auto step = [&] {
     dimsum::nn::zero_grad(w);

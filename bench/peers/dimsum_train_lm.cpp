@@ -25,6 +25,7 @@
 
 #include "../../examples/char_transformer_forward.hpp"
 #include "inputs.hpp"
+#include "lm_inputs.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 8) {
@@ -39,27 +40,8 @@ int main(int argc, char** argv) {
   for (int i = 8; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--out") == 0) args.out_path = argv[i + 1];
   const std::size_t B = s[0], P = s[1];
-  char_lm::config c;
-  c.d_model = s[2];
-  c.n_heads = s[3];
-  c.n_layers = s[4];
-  c.vocab = s[5];
-  c.d_mlp = s[6];
-  c.context = P;
-  char_lm::model m = char_lm::make_model(c);
-  int k = 0;
-  dimsum::nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
-    const bool ln_weight = name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
-    float* v = p.value.data();
-    for (std::size_t i = 0; i < p.value.size(); ++i) v[i] = (ln_weight ? 1.0f : 0.0f) + bench::input_value(i, 20 + k, 0.1);
-    p.zero_grad();
-    ++k;
-  });
-  char_lm::ids_t x(char_lm::batch{B}, char_lm::posn{P}), y(char_lm::batch{B}, char_lm::posn{P});
-  for (std::size_t i = 0; i < B * P; ++i) {
-    x.data()[i] = std::int64_t((7 * i + 3) % c.vocab);
-    y.data()[i] = std::int64_t((5 * i + 1) % c.vocab);
-  }
+  char_lm::model m = bench::lm_model(s);
+  const auto [x, y] = bench::lm_batch(0, B, P, s[5]);
   dimsum::optim::adamw opt;
   std::vector<float> grads;
   auto step = [&] {

@@ -18,6 +18,10 @@
 //            query, causal after it: masked_fill(!((ki < prefix) || (ki <= qi)))
 //   chunked  causal within chunks of p/8 positions (Llama 4's chunked local
 //            attention): masked_fill((qi / c != ki / c)), then causal_mask
+//   t5       T5's learned relative-position bias (decoder: causal buckets,
+//            32 of them, max distance 128): scores + lookup<bucket>(table,
+//            t5_relative_bucket(k - q)), then causal_mask; the table
+//            (bucket, nheads) holds 0.05 ((7 bucket + 3 head) mod 11 - 5)
 //
 //   dimsum_variants VARIANT B P M H D [reps] [--out file.f32] [--train]
 //
@@ -27,7 +31,7 @@
 // forward on the tape (one fused node), then backward of sum(z * r) (r a
 // fixed input); the learned tensors (temp, ALiBi's slopes, sinks) are vars
 // too, and --out writes z, dq, dk, dv and then the learned tensor's
-// gradient, if any, as raw float32.
+// gradient, if any (T5's table included), as raw float32.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -39,6 +43,8 @@
 #include <dimsum/dimsum.hpp>
 #include <dimsum/grad/grad.hpp>
 #include <dimsum/ops/alibi.hpp>
+#include <dimsum/ops/lookup.hpp>
+#include <dimsum/ops/relative_bucket.hpp>
 #include <dimsum/ops/sink_softmax.hpp>
 #include <dimsum/ops/with_derivative.hpp>
 #include <dimsum/ops/window_mask.hpp>
@@ -56,16 +62,18 @@ DIMSUM_DIM(nheads);
 DIMSUM_DIM(kv_heads);
 DIMSUM_DIM(group);
 DIMSUM_DIM(d_head);
+DIMSUM_DIM(bucket);
 
 using qkv_t = tensor<float, batch, q_posn, nheads, d_head>;
 using kv_t = tensor<float, batch, k_posn, nheads, d_head>;
 using head_t = tensor<float, nheads>;
+using table_t = tensor<float, bucket, nheads>;
 
 // One training step of the variant's attention core (see the file's
 // comment), timed as bench::time_and_write times a forward.
 template <class Core>
 int train(const bench::peer_args& args, const std::string& variant, const qkv_t& q0, const kv_t& k0, const kv_t& v0,
-          const head_t& temp0, const head_t& slopes0, const head_t& sinks0, Core& core) {
+          const head_t& temp0, const head_t& slopes0, const head_t& sinks0, const table_t& table0, Core& core) {
   const bench::attention_shape s = args.shape;
   const std::size_t n = s.b * s.p * s.h * s.d;
   const auto r = bench::from(bench::make_input(n, 4, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d}));
@@ -79,7 +87,8 @@ int train(const bench::peer_args& args, const std::string& variant, const qkv_t&
     auto temp = t.watch(temp0);
     auto slopes = t.watch(slopes0);
     auto sinks = t.watch(sinks0);
-    auto z = core(q, k, v, temp, slopes, sinks);
+    auto table = t.watch(table0);
+    auto z = core(q, k, v, temp, slopes, sinks, table);
     t.backward(dimsum::sum<batch, q_posn, nheads, d_head>(z * r));
     if (!capture) return;
     out.clear();
@@ -91,6 +100,7 @@ int train(const bench::peer_args& args, const std::string& variant, const qkv_t&
     if (variant == "temperature") put(gradient(temp));
     if (variant == "alibi") put(gradient(slopes));
     if (variant == "sinks") put(gradient(sinks));
+    if (variant == "t5") put(gradient(table));
   };
   capture = true;  // the outputs of one step, written by --out
   step();
@@ -150,11 +160,16 @@ int main(int argc, char** argv) {
     sinks(nheads{h}) = -1.0f + 0.1f * float(h);
   }
   const auto slopes = dimsum::alibi_slopes<float>(nheads{s.h});
+  table_t table(bucket{32}, nheads{s.h});
+  for (std::size_t bk = 0; bk < 32; ++bk)
+    for (std::size_t h = 0; h < s.h; ++h) table(bucket{bk}, nheads{h}) = 0.05f * float(int((7 * bk + 3 * h) % 11) - 5);
   const auto cubic = dimsum::with_derivative([](float x) { return x + 0.01f * x * x * x; },
                                              [](float x) { return 1.0f + 0.03f * x * x; });
   // The variant's attention core on q, k, v (tensors or vars) and the
-  // learned tensors t, sl, sk (temperature, slopes, sinks: tensors or vars).
-  auto core = [&](const auto& q, const auto& k, const auto& v, const auto& t, const auto& sl, const auto& sk) {
+  // learned tensors t, sl, sk, tb (temperature, slopes, sinks, T5's table:
+  // tensors or vars).
+  auto core = [&](const auto& q, const auto& k, const auto& v, const auto& t, const auto& sl, const auto& sk,
+                  const auto& tb) {
     auto sc = [&] {
       return einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale;
     };
@@ -187,11 +202,16 @@ int main(int argc, char** argv) {
     if (x == "sinks") return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(sc(), -inf), sk)));
     if (x == "map") return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(dimsum::map(cubic, sc()), -inf))));
     if (x == "prefix") return fused(att(softmax<k_posn>(masked_fill(sc(), !((ki < prefix) || (ki <= qi)), -inf))));
+    if (x == "t5")
+      return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(
+          sc() + dimsum::lookup<bucket>(tb, dimsum::t5_relative_bucket(
+                                                dimsum::relative_positions<int>(q_posn{s.p}, k_posn{s.p}), false, 32, 128)),
+          -inf))));
     if (x == "chunked")
       return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(masked_fill(sc(), qi / chunk != ki / chunk, -inf), -inf))));
     return fused(att(softmax<k_posn>(causal_mask<q_posn, k_posn>(sc(), -inf))));  // causal
   };
-  if (train_mode) return train(args, variant, q, k, v, temp, slopes, sinks, core);
+  if (train_mode) return train(args, variant, q, k, v, temp, slopes, sinks, table, core);
 
   // GQA: q's heads split as (kv_heads group), 4 key/value heads.
   const std::size_t kvh = 4, g = variant == "gqa" ? s.h / kvh : 0;  // the gqa inputs are empty otherwise
@@ -218,7 +238,7 @@ int main(int argc, char** argv) {
       static_assert(dimsum::uses_fused_attention_v<decltype(e)>);
       gz = std::move(e);
     } else {
-      z = core(q, k, v, temp, slopes, sinks);
+      z = core(q, k, v, temp, slopes, sinks, table);
     }
   };
   return bench::time_and_write(args, forward, [&] { return variant == "gqa" ? gz.data() : z.data(); }, n);

@@ -7,7 +7,10 @@ Mode "lm": one training step of the example's character transformer
 (examples/char_transformer_model.hpp) in PyTorch, parameters, ids and
 targets as bench/peers/dimsum_train_lm.cpp makes them -- the "train_lm" kind.
 
-    /usr/bin/python3 torch_train.py einsum|best B P M H D [reps] [--out file.f32]
+    /usr/bin/python3 torch_train.py einsum|best|best_bf16 B P M H D [reps] [--out file.f32]
+
+best_bf16: the best path under torch.autocast("cpu", bfloat16) (float32
+parameters; matmuls in bfloat16) -- bench/compare's "train_bf16" kind.
     /usr/bin/python3 torch_train.py lm BATCH POSN D_MODEL HEADS LAYERS VOCAB D_MLP [reps] [--out file.f32]
 
 The loss is sum(out * R), R from the inputs' generator with salt 9 (as
@@ -33,6 +36,9 @@ def loss_target(b, p, m, dtype=torch.float32):
 
 
 def forward(w, impl):
+    if impl == "best_bf16":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return ta.forward_best(w, ta.prepare_best(w)).float()
     return ta.forward_best(w, ta.prepare_best(w)) if impl == "best" else ta.forward_einsum(w)
 
 

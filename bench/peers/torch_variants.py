@@ -7,7 +7,7 @@ code in float64 as the reference. Inputs follow bench/peers/inputs.hpp.
 
 With --train the timed call is a training step of the attention core with
 autograd: the forward, then backward of (z * r).sum() (r a fixed input), the
-learned tensors (temp, ALiBi's slopes, sinks) requiring gradients too;
+learned tensors (temp, ALiBi's slopes, sinks, T5's bias table) requiring gradients too;
 --out writes z, dq, dk, dv and then the learned tensor's gradient, if any.
 """
 import math
@@ -32,7 +32,19 @@ def alibi_slopes(n):
     return s + power_of_two(2 * m)[0::2][: n - m]
 
 
-LEARNED = {"temperature": "temp", "alibi": "slopes", "sinks": "sinks"}  # variant: its learned tensor
+LEARNED = {"temperature": "temp", "alibi": "slopes", "sinks": "sinks", "t5": "table"}  # variant: its learned tensor
+T5_BUCKETS, T5_MAX_DISTANCE = 32, 128
+
+
+def t5_bucket(relative_position, num_buckets=T5_BUCKETS, max_distance=T5_MAX_DISTANCE):
+    """Hugging Face's T5Attention._relative_position_bucket, unidirectional (a decoder)."""
+    n = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) *
+                         (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return torch.where(is_small, n, large)
 
 
 def inputs(variant, b, p, h, d, dtype=torch.float32):
@@ -47,7 +59,9 @@ def inputs(variant, b, p, h, d, dtype=torch.float32):
                 sinks=torch.tensor([-1.0 + 0.1 * i for i in range(h)], dtype=torch.float32).to(dtype),
                 keep=torch.arange(p).expand(b, p) < p - p // 8,
                 doc=(torch.arange(p) // (p // 8)).expand(b, p),
-                prefix=torch.full((b,), p // 4))
+                prefix=torch.full((b,), p // 4),
+                table=torch.tensor([[0.05 * (((7 * bk + 3 * hh) % 11) - 5) for hh in range(h)]
+                                    for bk in range(T5_BUCKETS)], dtype=torch.float32).to(dtype))
 
 
 def forward(variant, w):
@@ -68,6 +82,8 @@ def forward(variant, w):
     if variant == "document":  # packed documents: each attends within itself
         doc = w["doc"]
         scores = scores.masked_fill(doc[:, None, :, None] != doc[:, None, None, :], float("-inf"))
+    if variant == "t5":  # a learned bias per (bucket of k - q, head)
+        scores = scores + w["table"][t5_bucket(ki - qi)].permute(2, 0, 1)[None]
     if variant == "softcap":  # Gemma 2
         scores = 50 * torch.tanh(scores / 50)
     if variant == "temperature":

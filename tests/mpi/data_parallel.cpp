@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <dimsum/distributed/dist.hpp>
+#include <dimsum/distributed/gradient_reducer.hpp>
 #include <dimsum/optim/adamw.hpp>
 
 #include "../../examples/char_transformer_forward.hpp"
@@ -31,6 +32,7 @@ using char_lm::posn;
 
 namespace {
 DIMSUM_MESH_AXIS(data);
+DIMSUM_DIM(feat);
 
 
 char_lm::config small_config(std::size_t layers = 1) {
@@ -78,7 +80,8 @@ float whole_batch_step(char_lm::model& model, dimsum::optim::adamw& opt, std::ui
 
 // The gradients of `model` on this rank's block of the batch of `step`;
 // returns the mean of the ranks' losses.
-float block_gradients(const dist::mesh<data>& m, char_lm::model& model, std::uint64_t step) {
+float block_gradients(const dist::mesh<data>& m, char_lm::model& model, std::uint64_t step,
+                      dist::gradient_reducer<data>* reducer = nullptr) {
   // (on the mesh's ranks, which may be fewer than the world's)
   const auto [x, y] = fixed_batch(100 + step);
   const auto x_mine = dist::shard<dist::split<batch, data>>(m, x).local();
@@ -87,6 +90,7 @@ float block_gradients(const dist::mesh<data>& m, char_lm::model& model, std::uin
   float loss_mine = 0;
   {
     dimsum::grad::tape t;
+    if (reducer) reducer->attach(t);
     auto loss = char_lm::loss(t, model, x_mine, y_mine);
     loss_mine = loss.item();
     t.backward(loss);
@@ -393,6 +397,132 @@ TEST_CASE("ranks that hold different modules get the same error from a checkpoin
   twin_opt.step(m, twin);
   CHECK(worst_difference(twin, model) == 0.0);
   remove_dir(dir);
+}
+
+TEST_CASE("gradient_reducer averages bucket by bucket during backward, as average_gradients does", "[mpi][data_parallel]") {
+  const int n = world_size();
+  dist::mesh<data> m(MPI_COMM_WORLD, data{n});
+  auto single = small_model();
+  auto whole = small_model(), bucketed = small_model();
+  dimsum::optim::adamw opt_single(adamw_opts), opt_whole(adamw_opts), opt_bucketed(adamw_opts);
+  // 512 bytes: about one bucket per weight matrix (the model's float
+  // parameters are 2-2048 bytes each)
+  dist::gradient_reducer<data> reducer(m, bucketed, 512);
+  const std::size_t count = dimsum::nn::parameter_count(bucketed);
+  REQUIRE(reducer.buckets() > 4);
+  // every parameter in exactly one bucket, the last declared in the first
+  std::vector<int> seen(count, 0);
+  std::size_t params = 0;
+  dimsum::nn::for_each_parameter(bucketed, [&](const std::string&, auto&) { ++params; });
+  seen.assign(params, 0);
+  for (std::size_t b = 0; b < reducer.buckets(); ++b)
+    for (std::size_t k : reducer.bucket_parameters(b)) ++seen[k];
+  CHECK(std::count(seen.begin(), seen.end(), 1) == std::ptrdiff_t(params));
+  CHECK(reducer.bucket_parameters(0).front() == params - 1);
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    const float loss_single = whole_batch_step(single, opt_single, step);
+    (void)block_gradients(m, whole, step);
+    dist::average_gradients<data>(m, whole);
+    dist::reset_traffic();
+    const float loss_mean = block_gradients(m, bucketed, step, &reducer);
+    const std::size_t bytes = reducer.finish();
+    CHECK(std::abs(loss_mean - loss_single) < 1e-5f);
+    // one all-reduce per bucket, together every gradient once
+    CHECK(bytes == count * sizeof(float));
+    CHECK(dist::traffic_counter().calls == reducer.buckets());
+    CHECK(dist::traffic_counter().payload_bytes == count * sizeof(float));
+    // most buckets started while backward was still running (the first
+    // layers' buckets complete only at its end)
+    INFO("step " << step << ": " << reducer.started_during_backward() << " of " << reducer.buckets()
+                 << " buckets started during backward");
+    CHECK(reducer.started_during_backward() * 2 >= reducer.buckets());
+    // the same averages as one all-reduce of everything (the sums may be
+    // grouped otherwise on 4 ranks: float rounding)
+    std::vector<const float*> want;
+    dimsum::nn::for_each_parameter(whole, [&](const std::string&, auto& p) { want.push_back(p.grad.data()); });
+    std::size_t i = 0;
+    double worst = 0;
+    dimsum::nn::for_each_parameter(bucketed, [&](const std::string&, auto& p) {
+      for (std::size_t j = 0; j < p.grad.size(); ++j)
+        worst = std::max(worst, double(std::abs(p.grad.data()[j] - want[i][j])));
+      ++i;
+    });
+    CHECK(worst <= (n <= 2 ? 0.0 : 1e-7));
+    opt_whole.step(whole);
+    opt_bucketed.step(bucketed);
+  }
+  const double worst = worst_difference(single, bucketed);
+  INFO("worst parameter difference " << worst);
+  CHECK(worst < 1e-5);
+}
+
+namespace {
+struct reduced_model {
+  BOOST_HANA_DEFINE_STRUCT(reduced_model, (dimsum::parameter<float, feat>, w), (dimsum::parameter<double, feat>, u),
+                           (dimsum::parameter<float, feat>, unused), (dimsum::parameter<float, feat>, off),
+                           (dimsum::frozen_parameter<float, feat>, fixed));
+};
+}  // namespace
+
+TEST_CASE("gradient_reducer: a parameter watched twice, one unused, one not requiring grad, double and float",
+          "[mpi][data_parallel]") {
+  const int n = world_size(), rank = world_rank();
+  dist::mesh<data> m(MPI_COMM_WORLD, data{n});
+  reduced_model md;
+  md.w = dimsum::tensor<float, feat>(feat{3});
+  md.u = dimsum::tensor<double, feat>(feat{3});
+  md.unused = dimsum::tensor<float, feat>(feat{3});
+  md.off = dimsum::tensor<float, feat>(feat{3});
+  md.fixed = dimsum::tensor<float, feat>(feat{3});
+  for (std::size_t i = 0; i < 3; ++i) {
+    md.w.value.data()[i] = 0.5f + float(i);
+    md.u.value.data()[i] = 2.0 - double(i);
+  }
+  md.off.requires_grad = false;
+  // one bucket per parameter
+  dist::gradient_reducer<data> reducer(m, md, 1);
+  CHECK(reducer.buckets() == 4);  // the frozen_parameter has no gradient to reduce
+  for (int step = 0; step < 2; ++step) {
+    dimsum::nn::zero_grad(md);
+    // gradients that no backward changes: averaged as they stand
+    md.unused.grad.fill(float(rank));
+    md.off.grad.fill(float(2 * rank));
+    const double r = rank + 1;
+    {
+      dimsum::grad::tape t;
+      reducer.attach(t);
+      auto w1 = t.watch(md.w), w2 = t.watch(md.w);  // two watches, one parameter
+      auto u = t.watch(md.u);
+      auto off = t.watch(md.off);
+      auto fixed = t.watch(md.fixed);
+      // loss = r sum(w w) + sum(3 w) + r sum(u u u) (+ terms without gradient)
+      auto lw = dimsum::sum<feat>(w1 * w1 * float(r) + w2 * 3.0f + off + fixed);
+      auto lu = dimsum::sum<feat>(u * u * u * r);
+      t.backward(lw + dimsum::cast<float>(lu));
+    }
+    reducer.finish();
+    // averages over ranks: mean(r) = (n + 1) / 2, mean(rank) = (n - 1) / 2
+    const double mean_r = (n + 1) / 2.0, mean_rank = (n - 1) / 2.0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(md.w.grad.data()[i] == Approx(2 * md.w.value.data()[i] * mean_r + 3).epsilon(1e-6));
+      CHECK(md.u.grad.data()[i] == Approx(3 * md.u.value.data()[i] * md.u.value.data()[i] * mean_r).epsilon(1e-12));
+      CHECK(md.unused.grad.data()[i] == Approx(mean_rank).epsilon(1e-7));
+      CHECK(md.off.grad.data()[i] == Approx(2 * mean_rank).epsilon(1e-7));
+    }
+  }
+  if (n > 1) {
+    // a rank whose module differs: every rank throws the same shape_error at attach
+    dimsum::nn::zero_grad(md);
+    reduced_model other = md;
+    if (rank == n - 1) other.w = dimsum::tensor<float, feat>(feat{4});
+    dist::gradient_reducer<data> mixed(m, other, 1);
+    dimsum::grad::tape t;
+    const std::string e = message_of([&] { mixed.attach(t); });
+    CHECK(e.find("dimsum: gradient_reducer over mesh axis 'data' (attach): dim 'gradient elements of bucket 3' has "
+                 "extent 3 on rank") != std::string::npos);
+    CHECK(e.find("but 4 on rank " + std::to_string(n - 1)) != std::string::npos);
+    CHECK(same_on_every_rank(e));
+  }
 }
 
 #include "mpi_catch_main.hpp"

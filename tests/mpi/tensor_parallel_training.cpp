@@ -361,4 +361,80 @@ TEST_CASE("the adjoints of shard, all_gather and reduce_scatter on vars", "[mpi]
   }
 }
 
+TEST_CASE("sequence_gather: all_gather forward, reduce_scatter of the gradient's parts backward", "[mpi][grad]") {
+  // Megatron's sequence parallelism: x's positions split over `model`,
+  // gathered into a column-parallel projection y = x W (W's heads split):
+  // loss = sum(y^2), so d loss / d x = 2 sum_{h,e} y W and d loss / d W =
+  // 2 sum_p x y, each rank computing the part of d x from its heads.
+  const int n = world_size(), me = world_rank();
+  dist::mesh<model> m(MPI_COMM_WORLD, model{n});
+  const std::size_t P = 3 * std::size_t(n), M = 4, H = 2 * std::size_t(n), E = 2;
+  using split_posn = dist::split<posn, model>;
+  tensor<double, posn, d_model> x(posn{P}, d_model{M});
+  tensor<double, d_model, nheads, d_head> w(d_model{M}, nheads{H}, d_head{E});
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = std::sin(0.7 * double(i) + 0.3);
+  for (std::size_t i = 0; i < w.size(); ++i) w.data()[i] = std::cos(0.45 * double(i) - 0.2);
+  // The reference, in plain loops.
+  std::vector<double> y(P * H * E, 0.0), gx(P * M, 0.0), gw(M * H * E, 0.0);
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t e = 0; e < E; ++e)
+        for (std::size_t j = 0; j < M; ++j)
+          y[(p * H + h) * E + e] += x(posn{p}, d_model{j}) * w(d_model{j}, nheads{h}, d_head{e});
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t e = 0; e < E; ++e)
+        for (std::size_t j = 0; j < M; ++j) {
+          const double yy = y[(p * H + h) * E + e];
+          gx[p * M + j] += 2 * yy * w(d_model{j}, nheads{h}, d_head{e});
+          gw[(j * H + h) * E + e] += 2 * yy * x(posn{p}, d_model{j});
+        }
+  const tensor<double, d_model, nheads, d_head> w_mine = dist::shard<split_heads>(m, w).local();
+  // Both ways of entering the heads' region with the gathered positions.
+  for (const bool fused : {true, false}) {
+    INFO((fused ? "sequence_gather" : "replicate(all_gather)"));
+    grad::tape t;
+    const auto xv = t.watch(x);
+    const auto wv = t.watch(w_mine);
+    const auto xs = dist::shard<split_posn>(m, xv);
+    const dist::sharded<grad::var<double, d_model, nheads, d_head>, split_heads> ws(wv, m.comms());
+    auto project = [&](const auto& full) {
+      const auto yv = dist::einsum<"posn d_model, d_model nheads d_head -> posn nheads d_head">(full, ws);
+      return dimsum::einsum<>(dist::all_reduce(dist::einsum<"posn nheads d_head -> posn">(yv * yv)));
+    };
+    dist::reset_traffic();
+    if (fused) {
+      const auto g = dist::sequence_gather<posn>(xs);
+      static_assert(std::is_same_v<std::remove_cvref_t<decltype(g)>,
+                                   dist::replicated<grad::var<double, posn, d_model>, model>>);
+      t.backward(project(g));
+    } else {
+      t.backward(project(dist::replicate<model>(m, dist::all_gather<posn>(xs))));
+    }
+    const auto traffic = dist::traffic_counter();
+    double loss = 0;
+    for (double v : y) loss += v * v;
+    const auto& dx = dimsum::gradient(xv);
+    const auto& dw = dimsum::gradient(wv);
+    for (std::size_t p = 0; p < P; ++p)
+      for (std::size_t j = 0; j < M; ++j) CHECK(dx(posn{p}, d_model{j}) == Approx(gx[p * M + j]).epsilon(1e-12));
+    for (std::size_t j = 0; j < M; ++j)
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t e = 0; e < E; ++e)
+          CHECK(dw(d_model{j}, nheads{h}, d_head{e}) ==
+                Approx(gw[(j * H + 2 * std::size_t(me) + h) * E + e]).epsilon(1e-12));
+    // Backward's collectives on the gathered value: one reduce-scatter of
+    // its P x M gradient ((n - 1) / n of it on the ring) for sequence_gather,
+    // an all-reduce (twice that) for replicate(all_gather); the forward's
+    // all_gather, all_reduce of the loss terms and shard's backward
+    // all_gather are the same in both.
+    const std::uint64_t full_bytes = P * M * sizeof(double);
+    const std::uint64_t common = (std::uint64_t(n) - 1) * (P / std::size_t(n)) * M * sizeof(double)  // forward all_gather
+                                 + 2 * (std::uint64_t(n) - 1) * P * sizeof(double) / std::uint64_t(n)  // the loss's all_reduce
+                                 + (std::uint64_t(n) - 1) * (P / std::size_t(n)) * M * sizeof(double);  // shard's backward
+    CHECK(traffic.ring_bytes == common + (fused ? 1 : 2) * (std::uint64_t(n) - 1) * full_bytes / std::uint64_t(n));
+    (void)loss;
+  }
+}
+
 #include "mpi_catch_main.hpp"

@@ -494,3 +494,34 @@ TEST_CASE("mixed precision: AdamW steps of a small model track the float32 run",
     CHECK(err <= 0.05 * scale);
   }
 }
+
+TEST_CASE("bf16 var gradients: where, masks, max and min, slices, rope and dropout", "[grad][bf16]") {
+  const auto x = random_bf16(tensor<double, a, b>::from_extents({6, 40}), 21);
+  const auto y = random_bf16(tensor<double, a, b>::from_extents({6, 40}), 22);
+  tensor<bool, a, b> m(a{6}, b{40});
+  for (std::size_t i = 0; i < m.size(); ++i) m.data()[i] = (i * 7) % 3 != 0;
+  tensor<bool, b> keep(b{40});
+  for (std::size_t j = 0; j < 40; ++j) keep.data()[j] = j % 5 != 2;
+  // Selections copy or drop the gradient arriving at them: one rounding
+  // (of the forward value; the gradient w is a bf16 number already).
+  check_rule("where(m, x, y * 2)", tolerance{1, 1}, [&](auto x, auto y) { return dimsum::where(m, x, y * 2.0); }, x, y);
+  check_rule("where(keep, x, y), keep broadcast over a", tolerance{1, 1},
+             [&](auto x, auto y) { return dimsum::where(keep, x, y); }, x, y);
+  check_rule("masked_fill(x, m, -1)", tolerance{1, 1}, [&](auto x) { return dimsum::masked_fill(x, m, -1.0); }, x);
+  const auto sq = random_bf16(tensor<double, a, b>::from_extents({6, 6}), 23);
+  check_rule("causal_mask<a, b>(x, -1)", tolerance{1, 1},
+             [&](auto x) { return dimsum::causal_mask<a, b>(x, -1.0); }, sq);
+  check_rule("max<b>", tolerance{1, 1}, [](auto x) { return dimsum::max<b>(x); }, x);
+  check_rule("min<a>", tolerance{1, 1}, [](auto x) { return dimsum::min<a>(x); }, x);
+  check_rule("slice<b>(x, 3, 17)", tolerance{1, 1}, [](auto x) { return dimsum::slice<b>(x, 3, 17); }, x);
+  check_rule("select<a>(x, 4)", tolerance{1, 1}, [](auto x) { return dimsum::select<a>(x, 4); }, x);
+  // rope: each output is a x cos - b x sin in float32, rounded once; its
+  // gradient the inverse rotation of w, rounded once.
+  check_rule("rope half_split", tolerance{1, 2},
+             [](auto x) { return dimsum::rope<a, b>(x, dimsum::rope_pairs::half_split); }, x);
+  check_rule("rope interleaved, offset 5", tolerance{1, 2},
+             [](auto x) { return dimsum::rope<a, b>(x, dimsum::rope_pairs::interleaved, 10000.0, 5); }, x);
+  // dropout: the same seed draws the same mask for every value type; the
+  // kept values are scaled by 1 / (1 - p) = 2 exactly.
+  check_rule("dropout(x, 0.5)", tolerance{1, 1}, [](auto x) { return dimsum::dropout(x, 0.5, 99); }, x);
+}

@@ -324,3 +324,43 @@ TEST_CASE("grad tape: retain_grad and register_hook on the einsum of two vars (a
       CHECK(w.grad(col{c}, out{o}) == Approx(want).epsilon(1e-14));
     }
 }
+
+TEST_CASE("grad tape: on_parameter_gradient reports each parameter once, when its gradient is final", "[grad][tape]") {
+  // loss = sum(a * a) + sum(a * b) with a watched twice, b once, c frozen:
+  // d/da = 2a + b (from two nodes), d/db = a.
+  parameter<double, col> a(tensor<double, col>(col{3})), b(tensor<double, col>(col{3})), c(tensor<double, col>(col{3}));
+  for (std::size_t i = 0; i < 3; ++i) {
+    a.value.data()[i] = 1.0 + double(i);
+    b.value.data()[i] = -2.0 + 0.5 * double(i);
+  }
+  c.requires_grad = false;
+  a.zero_grad();
+  b.zero_grad();
+  std::vector<std::pair<const void*, std::vector<double>>> seen;  // the gradient as it was when reported
+  grad::tape t;
+  t.on_parameter_gradient([&](const void* g) {
+    const auto& grad = *static_cast<const tensor<double, col>*>(g);
+    seen.emplace_back(g, std::vector<double>(grad.data(), grad.data() + grad.size()));
+  });
+  auto a1 = t.watch(a);
+  auto bv = t.watch(b);
+  auto a2 = t.watch(a);
+  auto cv = t.watch(c);
+  t.backward(dimsum::sum<col>(a1 * a1 + a2 * bv + cv));
+  REQUIRE(seen.size() == 2);
+  // a's second watch is recorded last, its first watch first: a is final
+  // only after backward reaches its first node, so b comes first
+  CHECK(seen[0].first == &b.grad);
+  CHECK(seen[1].first == &a.grad);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(seen[0].second[i] == a.value.data()[i]);
+    CHECK(seen[1].second[i] == 2 * a.value.data()[i] + b.value.data()[i]);
+  }
+  // a loss that reaches no parameter reports nothing
+  grad::tape t2;
+  int calls = 0;
+  t2.on_parameter_gradient([&](const void*) { ++calls; });
+  auto cv2 = t2.watch(c);
+  t2.backward(dimsum::sum<col>(cv2));
+  CHECK(calls == 0);
+}

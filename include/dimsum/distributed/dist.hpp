@@ -10,6 +10,7 @@
 #include <dimsum/distributed/sharded.hpp>
 #include <dimsum/distributed/sharded_var.hpp>
 #include <dimsum/distributed/data_parallel.hpp>
+#include <dimsum/distributed/gradient_reducer.hpp>
 #include <dimsum/distributed/checkpoint.hpp>
 #include <dimsum/distributed/zero.hpp>
 #include <dimsum/distributed/ring_shift.hpp>

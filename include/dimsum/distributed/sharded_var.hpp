@@ -16,7 +16,10 @@
 ///   - `all_gather<D>` (D split -> full): backward takes this rank's block
 ///     of the gradient (the adjoint of `shard`);
 ///   - `shard<Ps...>(mesh, v)` (full -> split): backward all_gathers the
-///     blocks' gradients into v's full gradient.
+///     blocks' gradients into v's full gradient;
+///   - `sequence_gather<D>` (D split -> full, entering a region split over
+///     the same axis: Megatron's sequence-parallel g): backward
+///     `reduce_scatter<D>` of the ranks' parts of the gradient.
 ///
 /// A var whose gradient would be left as a partial sum (a full var used
 /// with values split over a mesh axis, without `replicate`) is the compile
@@ -46,6 +49,15 @@ struct gradient_would_be_a_partial_sum {
                 "would compute only a part of its gradient (a partial sum over the axis) where the var needs the full "
                 "gradient; pass it through dist::replicate<axis>(mesh, v) (identity forward, all_reduce of the "
                 "gradient's parts backward), or shard it over the axis too");
+};
+
+/// Checker: sequence_gather<D> of a var placed otherwise than split over D
+/// alone (its result, replicated over D's axis, has no place for the rest).
+template <class Dim, class Placements>
+struct sequence_gather_needs_a_var_split_over_d_alone {
+  static_assert(dimsum::detail::always_false<Dim, Placements>,
+                "dimsum: sequence_gather<D>(s) needs s split over D and placed no other way (its result is a var "
+                "replicated over D's mesh axis); gather or reduce the other placements first");
 };
 
 /// Checker: a replicated var in an operation none of whose values is split
@@ -351,6 +363,41 @@ auto all_gather(sharded<grad::var<T, Ds...>, Ps...> s) {
     });
     using Keep = typename detail::filter<detail::not_split_of_dim<D>::template keep, std::tuple<Ps...>>::type;
     return detail::make_result<grad::var<T, Ds...>, Keep>(std::move(out), s.comms());
+  }
+}
+
+/// Dim D whole again on every rank, entering a region where values are
+/// split over the axis D was split over (Megatron's sequence-parallel g:
+/// the blocks of positions a norm or dropout ran on, gathered before a
+/// column-parallel projection). Forward `all_gather<D>`; the result is a
+/// replicated var (`replicated<var, A>`: it may meet values split over A),
+/// and backward reduce-scatters D of the ranks' parts of its gradient over
+/// A, so each rank's block receives its block of the summed gradient: the
+/// bytes of one all-gather, where `replicate<A>(mesh, all_gather<D>(s))`
+/// all-reduces the whole gradient (twice the bytes) and then keeps a block.
+/// `s` is split over D and nothing else.
+template <dimension D, class T, dimension... Ds, class... Ps>
+auto sequence_gather(sharded<grad::var<T, Ds...>, Ps...> s) {
+  using Match = typename detail::filter<detail::split_of_dim<D>::template match, std::tuple<Ps...>>::type;
+  if constexpr (std::tuple_size_v<Match> == 0) {
+    dimsum::detail::report<collective_has_nothing_to_do<diagnostic_name_t<D>, op_all_gather>>();
+    return invalid_expression{};
+  } else if constexpr (sizeof...(Ps) != 1) {
+    dimsum::detail::report<sequence_gather_needs_a_var_split_over_d_alone<diagnostic_name_t<D>, std::tuple<Ps...>>>();
+    return invalid_expression{};
+  } else {
+    using P = std::tuple_element_t<0, Match>;
+    using A = typename P::mesh_axis;
+    using Tn = tensor<T, Ds...>;
+    auto r = dist::all_gather<D>(sharded<Tn, Ps...>(s.local().value(), s.comms()));
+    Tn full = std::move(const_cast<Tn&>(static_cast<const Tn&>(detail::local_of(r))));
+    const auto& in = s.local();
+    auto comms = s.comms();
+    auto out = grad::detail::record(in.owner(), std::move(full), in.requires_grad(), [in, comms](Tn& g, const Tn&) {
+      auto block = dist::reduce_scatter<D>(sharded<Tn, partial<A, D>>(std::move(g), comms));
+      in.node()->accumulate(std::move(block.local()));
+    });
+    return replicated<grad::var<T, Ds...>, A>(std::move(out), s.comms());
   }
 }
 

@@ -79,6 +79,48 @@ void for_each_trained_parameter(M&& module, F&& f) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Checks, collectively over mesh m, that the ranks along every mesh axis
+/// other than A hold the same parameter values (a 64-bit hash of them: two
+/// all-reduces per such axis of size > 1, and one over the mesh): one
+/// checkpoint of sharded_adamw<A> over m holds one copy of each block of
+/// A, which the ranks at coordinate 0 of the other axes write. Ranks that
+/// hold different values there (tensor-parallel blocks split over another
+/// axis) throw `dist_error` on every rank, naming the axis and what to do.
+template <axis A, axis... Axes, class M>
+void check_copies_along_other_axes(const mesh<Axes...>& m, const std::string& what, const M& module) {
+  const auto& c = *m.comms();
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a of every parameter's value bytes
+  for_each_trained_parameter(module, [&](const std::string&, const auto& p) {
+    const auto* b = reinterpret_cast<const unsigned char*>(p.value.data());
+    for (std::size_t i = 0, n = p.value.size() * sizeof(*p.value.data()); i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  });
+  const auto start = clock::now();
+  int differs = -1;  // the index of the first axis whose ranks hold different values
+  for (std::size_t k = 0; k < c.names.size(); ++k) {
+    if (c.names[k] == A::name.view() || c.sizes[k] == 1) continue;
+    std::array<std::uint64_t, 2> mine{h, ~h}, most{};
+    MPI_Request req = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(mine.data(), most.data(), 2, MPI_UINT64_T, MPI_MAX, c.axis_comms[k], &req),
+              "MPI_Iallreduce (parameter values hash)");
+    finish(req, c.axis_comms[k], what, start);
+    if (most[0] != ~most[1] && differs < 0) differs = static_cast<int>(k);
+  }
+  if (c.names.size() == 1) return;
+  int first = differs < 0 ? std::numeric_limits<int>::max() : differs, any = 0;
+  MPI_Request req = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(&first, &any, 1, MPI_INT, MPI_MIN, m.comm(), &req), "MPI_Iallreduce (parameter values hash)");
+  finish(req, m.comm(), what, start);
+  if (any == std::numeric_limits<int>::max()) return;
+  const std::string axis(c.names[static_cast<std::size_t>(any)]), a(A::name.view());
+  throw dist_error(what + ": the ranks along mesh axis '" + axis +
+                   "' hold different parameter values (blocks split over that axis), so their optimizer states "
+                   "differ and one checkpoint over this mesh would keep only one of them; save and load the state "
+                   "of each coordinate of '" + axis + "' in a directory of its own, through a mesh of axis '" + a +
+                   "' alone (dist::mesh<" + a + ">(m.comm<" + a + ">(), " + a + "{m.axis_size<" + a + ">()}))");
+}
+}  // namespace detail
+
 /// AdamW with its state split over mesh axis A (ZeRO-1). `step(m, module)`
 /// is collective over A and does what `average_gradients<A>(m, module)`
 /// followed by `optim::adamw::step(module)` does (every parameter ends
@@ -165,6 +207,7 @@ class sharded_adamw {
   template <axis... Axes, class M>
   void save_to(const mesh<Axes...>& m, const std::string& dir, const M& module) const {
     detail::check_same_parameters(m.comm(), "saving checkpoint '" + dir + "'", module);
+    detail::check_copies_along_other_axes<A>(m, "saving checkpoint '" + dir + "'", module);
     const auto& c = *m.comms();
     const std::size_t a = c.axis_index(A::name.view());
     detail::save_items(m, dir, [&](std::vector<detail::save_item>& items) {
@@ -233,6 +276,7 @@ class sharded_adamw {
   void load_from(const mesh<Axes...>& m, const std::string& dir, const M& module) {
     const std::string what = "loading optimizer state from checkpoint '" + dir + "'";
     detail::check_same_parameters(m.comm(), what, module);
+    detail::check_copies_along_other_axes<A>(m, what, module);
     const auto& c = *m.comms();
     const std::size_t a = c.axis_index(A::name.view());
     optim::adamw_options o = f_.opt.options;
@@ -395,7 +439,12 @@ struct zero_checkpoint {
 /// in C order (dim `zero_block`; the index records the parameter's dims
 /// and extents as "flattened"), written by the ranks of axis A that keep
 /// them. The module must be the same on every rank (a `shape_error` on
-/// every rank naming the first parameter that differs and the ranks);
+/// every rank naming the first parameter that differs and the ranks), and
+/// on a mesh with other axes than A hold the same values along each of
+/// them (a `dist_error` on every rank naming the axis otherwise: with
+/// tensor-parallel blocks split over `model`, save each `model`
+/// coordinate's state through a `mesh<A>` of its A ranks, in a directory
+/// of its own);
 /// the save is atomic as `save_checkpoint`'s: a failed one throws on every
 /// rank and leaves the previous checkpoint in `dir` as it was.
 ///
@@ -413,7 +462,9 @@ void save_optimizer_state(const mesh<Axes...>& m, const std::string& dir, const 
 /// distributed checkpoint reshards. Restores the options (as
 /// `load_state_dict` restores `param_groups`) and every moment and step
 /// count. Checks first, on every rank, that the module is the same on
-/// every rank (`shape_error` naming the parameter and the ranks), that the
+/// every rank (`shape_error` naming the parameter and the ranks) and, on a
+/// mesh with other axes than A, the same along each of them (`dist_error`
+/// naming the axis, as in `save_optimizer_state`), that the
 /// checkpoint's names are exactly the module's state entries
 /// (`checkpoint_error` naming the missing and unexpected ones), and each
 /// parameter's dims and extents (`shape_error` naming the parameter);

@@ -123,6 +123,9 @@ struct node_base {
   /// extents it had when it was watched (backward would read its gradient
   /// and value out of step); nothing for other nodes.
   virtual void check_watched_extents() const {}
+  /// The address of the `grad` of the parameter this node watches (its
+  /// gradient goes there), else null.
+  virtual const void* parameter_grad_address() const noexcept { return nullptr; }
   bool requires_grad = false;
   bool keep_grad = false;  // a watched tensor: `gradient(v)` reads it after backward
   bool frozen = false;     // a frozen parameter watched: a constant, `gradient(v)` throws
@@ -320,6 +323,7 @@ struct var_node final : node_base {
     rule(g, value());
   }
   void release_rule() noexcept override { rule = nullptr; }
+  const void* parameter_grad_address() const noexcept override { return param_grad; }
   bool watched_param = false;  // reads a parameter's value in place
   std::array<std::size_t, sizeof...(Ds)> watched_extents{};  // its extents when watched
   void check_watched_extents() const override {
@@ -674,14 +678,39 @@ class tape {
       n.ensure_grad();
       n.grad.fill(typename V::value_type(1));
       const std::size_t start = index_of_node(loss.node().get());
+      // How many nodes watch each parameter that backward reaches: its
+      // gradient is final once the last of them has run.
+      std::vector<std::pair<const void*, std::size_t>> pending;
+      if (!parameter_ready_.empty())
+        for (std::size_t i = 0; i <= start; ++i)
+          if (const void* g = nodes_[i]->parameter_grad_address()) {
+            auto it = std::find_if(pending.begin(), pending.end(), [g](const auto& e) { return e.first == g; });
+            if (it == pending.end()) pending.emplace_back(g, 1);
+            else ++it->second;
+          }
       // Each gradient is freed once sent on: the step's extra memory is the
       // saved values plus the gradients still in flight, not every gradient.
       for (std::size_t i = start + 1; i-- > 0;) {
         nodes_[i]->propagate();
         nodes_[i]->release_grad();
+        if (pending.empty()) continue;
+        if (const void* g = nodes_[i]->parameter_grad_address()) {
+          auto it = std::find_if(pending.begin(), pending.end(), [g](const auto& e) { return e.first == g; });
+          if (--it->second == 0)
+            for (auto& f : parameter_ready_) f(g);
+        }
       }
     }
   }
+
+  /// Calls `f(&p.grad)` during `backward`, once for each parameter `p`
+  /// watched on this tape (and reached from the loss), as soon as backward
+  /// has added its last contribution to `p.grad`: what lets a data-parallel
+  /// step start reducing a gradient while backward computes the rest
+  /// (`dist::gradient_reducer`). `f` receives the address of the
+  /// parameter's `grad` member. Parameters in the order backward finishes
+  /// them; nothing for frozen parameters or if the loss needs no gradient.
+  void on_parameter_gradient(std::function<void(const void*)> f) { parameter_ready_.push_back(std::move(f)); }
 
   /// Number of operations recorded (watched leaves included).
   std::size_t size() const { return nodes_.size(); }
@@ -701,6 +730,7 @@ class tape {
 
   std::vector<std::shared_ptr<detail::node_base>> nodes_;
   std::vector<const detail::node_base*> watched_;  // the watched parameters' nodes (kept alive by nodes_)
+  std::vector<std::function<void(const void*)>> parameter_ready_;  // on_parameter_gradient's callbacks
   int frozen_depth_ = 0;                           // live frozen_scopes
   bool done_ = false;
   std::shared_ptr<tape*> handle_ = std::make_shared<tape*>(this);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/errors.hpp>
 #include <dimsum/kernels/detail/odometer.hpp>
@@ -47,20 +48,22 @@ namespace detail {
 /// Rotates, in place, the pairs of axis `feat` of the row-major array
 /// `data` (extents `ext`), at position `offset + index along axis pos`,
 /// by +angle (or -angle when `inverse`: the transpose, which the gradient
-/// applies). Angles are computed in double.
+/// applies). Angles are computed in double; a bf16 array is rotated in
+/// float32 (its cosines, sines and products), each result rounded once.
 template <class T, std::size_t R>
 void rope_rotate(T* data, const std::array<std::size_t, R>& ext, std::size_t pos, std::size_t feat, rope_pairs pairs,
                  double base, std::size_t offset, bool inverse) {
   const std::size_t d = ext[feat], half = d / 2, npos = ext[pos];
   for (std::size_t e : ext)
     if (e == 0) return;
-  std::vector<T> cos_t(npos * half), sin_t(npos * half);
+  using A = accumulator_t<T>;  // float for bf16
+  std::vector<A> cos_t(npos * half), sin_t(npos * half);
   for (std::size_t p = 0; p < npos; ++p)
     for (std::size_t i = 0; i < half; ++i) {
       const double angle = static_cast<double>(p + offset) *
                            std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-      cos_t[p * half + i] = static_cast<T>(std::cos(angle));
-      sin_t[p * half + i] = static_cast<T>(inverse ? -std::sin(angle) : std::sin(angle));
+      cos_t[p * half + i] = static_cast<A>(std::cos(angle));
+      sin_t[p * half + i] = static_cast<A>(inverse ? -std::sin(angle) : std::sin(angle));
     }
   std::array<std::ptrdiff_t, R> stride{};
   std::ptrdiff_t s = 1;
@@ -77,15 +80,15 @@ void rope_rotate(T* data, const std::array<std::size_t, R>& ext, std::size_t pos
   do {
     std::ptrdiff_t off = 0;
     for (std::size_t a = 0; a < R; ++a) off += static_cast<std::ptrdiff_t>(idx[a]) * stride[a];
-    const T* c = cos_t.data() + idx[pos] * half;
-    const T* sn = sin_t.data() + idx[pos] * half;
+    const A* c = cos_t.data() + idx[pos] * half;
+    const A* sn = sin_t.data() + idx[pos] * half;
     T* row = data + off;
     for (std::size_t i = 0; i < half; ++i) {
       T* x0 = row + static_cast<std::ptrdiff_t>(i) * first_step;
       T* x1 = x0 + partner;
-      const T a = *x0, b = *x1;
-      *x0 = a * c[i] - b * sn[i];
-      *x1 = a * sn[i] + b * c[i];
+      const A a = static_cast<A>(*x0), b = static_cast<A>(*x1);
+      *x0 = static_cast<T>(a * c[i] - b * sn[i]);
+      *x1 = static_cast<T>(a * sn[i] + b * c[i]);
     }
   } while (kernels::detail::next_index(idx.data(), walk.data(), 0, R));
 }

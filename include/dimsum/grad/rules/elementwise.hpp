@@ -344,8 +344,8 @@ auto where(C&& cond, A&& a0, B&& b0) {
     return grad::detail::record_op(
         dimsum::where(c, grad::detail::value_of(a), grad::detail::value_of(b)),
         [a, b, c](const auto& g, const auto&) {
-          grad::detail::send(a, dimsum::where(c, g, T(0)));
-          grad::detail::send(b, dimsum::where(c, T(0), g));
+          grad::detail::send(a, dimsum::where(c, g, accumulator_t<T>(0)));
+          grad::detail::send(b, dimsum::where(c, accumulator_t<T>(0), g));
         },
         a, b);
   }
