@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The umbrella header of dimsum's distributed layer (MPI): meshes with
-/// named axes, sharded tensors, collectives. Link MPI (CMake: MPI::MPI_CXX)
+/// named axes, sharded tensors, collectives, ring shifts and ring
+/// attention. Link MPI (CMake: MPI::MPI_CXX)
 /// and start programs with mpirun. See docs/reference.md, "distributed/".
 
 #include <dimsum/distributed/abort_on_error.hpp>
@@ -12,3 +13,5 @@
 #include <dimsum/distributed/gradient_reducer.hpp>
 #include <dimsum/distributed/checkpoint.hpp>
 #include <dimsum/distributed/zero.hpp>
+#include <dimsum/distributed/ring_shift.hpp>
+#include <dimsum/distributed/ring_attention.hpp>

@@ -13,6 +13,11 @@
 //                              into a module whose parameter has another extent
 //   failing_ranks ckpt_missing the last rank's file of the checkpoint is gone
 //   failing_ranks ckpt_stuck   rank 1 sleeps instead of loading the checkpoint
+//   failing_ranks ring_stuck   rank 1 sleeps instead of entering ring_attention
+//   failing_ranks shift_stuck  rank 1 sleeps instead of entering a ring_shift;
+//                              its neighbours (ranks 0 and 2) hit the deadline
+//   failing_ranks ring_backward_stuck  every rank runs ring_attention on vars,
+//                              rank 1 sleeps instead of running backward
 #include <mpi.h>
 
 #include <chrono>
@@ -36,6 +41,9 @@ DIMSUM_DIM(d_model);
 DIMSUM_DIM(batch);
 DIMSUM_DIM(posn);
 DIMSUM_DIM(heads4, 4);
+DIMSUM_DIM(q_posn);
+DIMSUM_DIM(k_posn);
+DIMSUM_DIM(d_head, 4);
 
 struct tiny {
   BOOST_HANA_DEFINE_STRUCT(tiny, (dimsum::parameter<float, d_model>, w));
@@ -97,6 +105,35 @@ int main(int argc, char** argv) {
     }
     if (mode.starts_with("ckpt_")) {
       checkpoint_mode(m, mode, me, n);
+      return 0;
+    }
+    if (mode == "ring_stuck" || mode == "shift_stuck") {
+      auto q = dist::from_local<dist::split<q_posn, model>>(m, dimsum::tensor<float, q_posn, d_head>(q_posn{8}));
+      auto k = dist::from_local<dist::split<k_posn, model>>(m, dimsum::tensor<float, k_posn, d_head>(k_posn{8}));
+      if (me == 1) {
+        for (int i = 0; i < 600; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return 0;
+      }
+      if (mode == "shift_stuck") {
+        dimsum::tensor<float, d_model> mine(d_model{3}), got(d_model{3});
+        dist::ring_shift<model>(m, mine, got).wait();
+        return 0;
+      }
+      (void)dist::ring_attention<d_head>(q, k, k, {.causal = true});
+      return 0;
+    }
+    if (mode == "ring_backward_stuck") {
+      dimsum::parameter<float, q_posn, d_head> pq(dimsum::tensor<float, q_posn, d_head>(q_posn{8}));
+      dimsum::parameter<float, k_posn, d_head> pk(dimsum::tensor<float, k_posn, d_head>(k_posn{8}));
+      dimsum::grad::tape t;
+      auto q = dist::watch<dist::split<q_posn, model>>(t, m, pq);
+      auto k = dist::watch<dist::split<k_posn, model>>(t, m, pk);
+      auto o = dist::ring_attention<d_head>(q, k, k, {.causal = true});
+      if (me == 1) {
+        for (int i = 0; i < 600; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return 0;
+      }
+      t.backward(dimsum::einsum<>(o.local()));
       return 0;
     }
     if (mode == "static_split") {
