@@ -216,8 +216,11 @@ TEST_CASE("checkpoint load errors are thrown on every rank") {
   CHECK_THROWS_WITH((dist::load_full<tensor<float, nheads, d_model, dimsum::dim<"d_head", 4>>>(dir, "attn.W_Q")),
                     Catch::Contains("dim 'd_head' has extent 3 in the checkpoint but 4 in the type loading it"));
   if (world > 1) {
-    // d_model (6) does not split over 4 ranks; d_head (3) over none of 2 or 4.
-    CHECK_THROWS_WITH((dist::load<dist::sharded<W, dist::split<d_head, model>>>(m, dir, "attn.W_Q")),
+    // d_model (6) does not split over 4 ranks; d_head (3) over none of 2 or 4
+    // (loaded as a dim of that name without a static extent: a split dim must be dynamic).
+    using d_head_dyn = dimsum::dim<"d_head">;
+    using W_dyn = tensor<float, nheads, d_model, d_head_dyn>;
+    CHECK_THROWS_WITH((dist::load<dist::sharded<W_dyn, dist::split<d_head_dyn, model>>>(m, dir, "attn.W_Q")),
                       Catch::Contains("dim 'd_head' of extent 3 does not split evenly over mesh axis 'model' of size " +
                                       std::to_string(world)));
   }

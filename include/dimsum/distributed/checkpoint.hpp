@@ -518,6 +518,9 @@ class checkpoint_reader {
     if constexpr (std::tuple_size_v<Parts> != 0) {
       detail::report_partial<op_load, Ps>();
       return invalid_expression{};
+    } else if constexpr (!detail::no_static_split_in<Ps>) {
+      detail::report_static_split_in<Ps>();
+      return invalid_expression{};
     } else {
       using Tn = typename detail::stored<S>::tensor_type;
       using L = typename Tn::dims;
@@ -533,11 +536,6 @@ class checkpoint_reader {
                               "' of extent " + std::to_string(shape[d]) + " does not split evenly over mesh axis '" +
                               c.names[static_cast<std::size_t>(axes[d])] + "' of size " +
                               std::to_string(c.sizes[static_cast<std::size_t>(axes[d])]));
-        for (std::size_t d = 0; d < L::size; ++d)
-          if (axes[d] >= 0 && L::static_extents[d] != dynamic && c.sizes[static_cast<std::size_t>(axes[d])] > 1)
-            throw detail::static_split_error("checkpoint '" + dir_ + "': tensor '" + name + "'", L::names[d],
-                                             L::static_extents[d], c.names[static_cast<std::size_t>(axes[d])],
-                                             static_cast<std::size_t>(c.sizes[static_cast<std::size_t>(axes[d])]));
         const detail::box want = detail::block_at(shape, axes, c, c.coords);
         std::copy(want.shape.begin(), want.shape.end(), ext.begin());
         local = Tn::from_extents(ext);

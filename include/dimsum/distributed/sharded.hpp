@@ -99,6 +99,14 @@ struct sharded_over_a_mesh_axis_the_mesh_lacks {
   static_assert(dimsum::detail::always_false<Dim, Axis, MeshAxes>,
                 "dimsum: a dim is sharded over a mesh axis that the mesh does not have");
 };
+/// Checker: a dim with a static extent split over a mesh axis (each rank's
+/// block has another extent than the whole, which its type cannot say).
+template <class Dim, class Axis>
+struct split_dim_has_a_static_extent {
+  static_assert(dimsum::detail::always_false<Dim, Axis>,
+                "dimsum: a dim split over a mesh axis must be dynamic (each rank's block has another extent than the "
+                "whole): declare it DIMSUM_DIM(name) without an extent and give the extent at run time");
+};
 /// Checker: operands of one operation place a dim differently.
 template <class Dim, class Axis>
 struct operands_shard_a_dim_inconsistently {
@@ -597,6 +605,46 @@ constexpr void report_axis_not_in_mesh() {
 }  // namespace detail
 
 namespace detail {
+template <class P>
+constexpr bool static_split() {
+  if constexpr (is_split_v<P>)
+    return P::dim::is_static;
+  else
+    return false;
+}
+/// The index of the first split placement whose dim has a static extent
+/// (sizeof...(Ps) if none).
+template <class... Ps>
+constexpr std::size_t first_static_split() {
+  constexpr std::array<bool, sizeof...(Ps) + 1> is{static_split<Ps>()..., true};
+  std::size_t i = 0;
+  while (!is[i]) ++i;
+  return i;
+}
+template <class... Ps>
+inline constexpr bool no_static_split = first_static_split<Ps...>() == sizeof...(Ps);
+/// Reports the first split placement of a dim with a static extent.
+template <class... Ps>
+constexpr void report_static_split() {
+  using P = std::tuple_element_t<first_static_split<Ps...>(), std::tuple<Ps...>>;
+  dimsum::detail::report<split_dim_has_a_static_extent<diagnostic_name_t<typename P::dim>, typename P::mesh_axis>>();
+}
+
+/// The same for placements given as a std::tuple.
+template <class Tuple>
+struct static_split_of;
+template <class... Ps>
+struct static_split_of<std::tuple<Ps...>> {
+  static constexpr bool none = no_static_split<Ps...>;
+  static constexpr void report() { report_static_split<Ps...>(); }
+};
+template <class Tuple>
+inline constexpr bool no_static_split_in = static_split_of<Tuple>::none;
+template <class Tuple>
+constexpr void report_static_split_in() {
+  static_split_of<Tuple>::report();
+}
+
 /// A dim split over more than one rank must be dynamic: each rank's block
 /// has another extent than the static one.
 inline shape_error static_split_error(const std::string& what, std::string_view dim, std::size_t extent,
@@ -624,6 +672,9 @@ auto shard(const mesh<Axes...>& m, const tensor<T, Ds...>& full) {
   if constexpr (!detail::axes_in_mesh<detail::axes<Axes...>, Ps...>) {
     detail::report_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
     return invalid_expression{};
+  } else if constexpr (!detail::no_static_split<Ps...>) {
+    detail::report_static_split<Ps...>();
+    return invalid_expression{};
   } else {
     static_assert((is_split_v<Ps> && ...), "dimsum: shard takes split<D, axis> placements");
     // every rank holds the same full tensor: its extents are compared over the mesh
@@ -634,7 +685,6 @@ auto shard(const mesh<Axes...>& m, const tensor<T, Ds...>& full) {
       if constexpr (contains_v<dim_list<Ds...>, D>) {
         const std::size_t n = local.template extent<D>();
         const auto parts = static_cast<std::size_t>(m.template axis_size<typename P::mesh_axis>());
-        detail::check_dynamic_split<D, typename P::mesh_axis>("shard", parts);
         if (n % parts != 0)
           throw shape_error("shard: dim '" + std::string(D::name.view()) + "' of extent " + std::to_string(n) +
                             " does not split evenly over mesh axis '" + std::string(P::mesh_axis::name.view()) +
@@ -658,13 +708,10 @@ auto from_local(const mesh<Axes...>& m, tensor<T, Ds...> local) {
   if constexpr (!detail::axes_in_mesh<detail::axes<Axes...>, Ps...>) {
     detail::report_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
     return invalid_expression{};
+  } else if constexpr (!detail::no_static_split<Ps...>) {
+    detail::report_static_split<Ps...>();
+    return invalid_expression{};
   } else {
-    auto check = [&]<class P>(std::type_identity<P>) {
-      if constexpr (is_split_v<P>)
-        detail::check_dynamic_split<typename P::dim, typename P::mesh_axis>(
-            "from_local", static_cast<std::size_t>(m.template axis_size<typename P::mesh_axis>()));
-    };
-    (check(std::type_identity<Ps>{}), ...);
     detail::arrive_with(*m.comms(), m.comm(), "from_local", detail::code_from_local, local, detail::clock::now());
     return sharded<tensor<T, Ds...>, Ps...>(std::move(local), m.comms());
   }

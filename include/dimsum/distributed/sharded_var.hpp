@@ -254,20 +254,18 @@ constexpr bool all_axes_in_mesh() {
 /// Backward accumulates this rank's block of the gradient into `block.grad`
 /// (an optimizer then steps each rank's block as it would the whole
 /// parameter). Collective over the mesh: the blocks' extents are compared
-/// (`shape_error` on every rank if a dim's differ); a dim split over more
-/// than one rank must be dynamic. Compile time: as `from_local`.
+/// (`shape_error` on every rank if a dim's differ). Compile time: as
+/// `from_local` (a split dim must be dynamic).
 template <class... Ps, class T, dimension... Ds, axis... Axes>
 auto watch(grad::tape& t, const mesh<Axes...>& m, parameter<T, Ds...>& block) {
   if constexpr (!detail::axes_in_mesh<detail::axes<Axes...>, Ps...>) {
     detail::report_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
     return invalid_expression{};
+  } else if constexpr (!detail::no_static_split<Ps...>) {
+    detail::report_static_split<Ps...>();
+    return invalid_expression{};
   } else {
     static_assert((is_split_v<Ps> && ...), "dimsum: dist::watch takes split<D, axis> placements");
-    auto check = [&]<class P>(std::type_identity<P>) {
-      detail::check_dynamic_split<typename P::dim, typename P::mesh_axis>(
-          "dist::watch", static_cast<std::size_t>(m.template axis_size<typename P::mesh_axis>()));
-    };
-    (check(std::type_identity<Ps>{}), ...);
     detail::arrive_with(*m.comms(), m.comm(), "dist::watch", detail::code_from_local, block.value, detail::clock::now());
     return sharded<grad::var<T, Ds...>, Ps...>(t.watch(block), m.comms());
   }
@@ -281,6 +279,9 @@ template <class... Ps, class T, dimension... Ds, axis... Axes>
 auto shard(const mesh<Axes...>& m, const grad::var<T, Ds...>& v) {
   if constexpr (!detail::axes_in_mesh<detail::axes<Axes...>, Ps...>) {
     detail::report_axis_not_in_mesh<detail::axes<Axes...>, Ps...>();
+    return invalid_expression{};
+  } else if constexpr (!detail::no_static_split<Ps...>) {
+    detail::report_static_split<Ps...>();
     return invalid_expression{};
   } else {
     static_assert((is_split_v<Ps> && ...), "dimsum: shard takes split<D, axis> placements");

@@ -10,7 +10,7 @@ DIMSUM_DIM(posn);
 DIMSUM_DIM(q_posn);
 DIMSUM_DIM(k_posn);
 DIMSUM_DIM(d_model, 8);
-DIMSUM_DIM(nheads, 4);
+DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_head, 2);
 
 namespace dist = dimsum::dist;

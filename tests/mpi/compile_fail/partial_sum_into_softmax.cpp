@@ -6,8 +6,8 @@
 
 int main() {
   dist::mesh<model> m(MPI_COMM_WORLD, model{1});
-  dimsum::tensor<float, batch, q_posn, nheads, d_head> z(batch{1}, q_posn{3});
-  dimsum::tensor<float, nheads, d_head, d_model> w;
+  dimsum::tensor<float, batch, q_posn, nheads, d_head> z(batch{1}, q_posn{3}, nheads{4});
+  dimsum::tensor<float, nheads, d_head, d_model> w(nheads{4});
   const auto zs = dist::shard<heads_split>(m, z);
   const auto ws = dist::shard<heads_split>(m, w);
   const auto out = dist::einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(zs, ws);

@@ -8,7 +8,6 @@
 //                              all_reduce; the others hit the 1.5 s deadline
 //   failing_ranks same_count   ranks shard a replicated tensor of equal element
 //                              count but other extents (batch 2 x posn 6, 3 x 4)
-//   failing_ranks static_split a dim with a static extent split over the ranks
 //   failing_ranks ckpt_modules the last rank loads a ZeRO optimizer checkpoint
 //                              into a module whose parameter has another extent
 //   failing_ranks ckpt_missing the last rank's file of the checkpoint is gone
@@ -40,7 +39,6 @@ DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_model);
 DIMSUM_DIM(batch);
 DIMSUM_DIM(posn);
-DIMSUM_DIM(heads4, 4);
 DIMSUM_DIM(q_posn);
 DIMSUM_DIM(k_posn);
 DIMSUM_DIM(d_head, 4);
@@ -134,11 +132,6 @@ int main(int argc, char** argv) {
         return 0;
       }
       t.backward(dimsum::einsum<>(o.local()));
-      return 0;
-    }
-    if (mode == "static_split") {
-      dimsum::tensor<float, heads4, d_model> w(d_model{3});
-      (void)dist::shard<dist::split<heads4, model>>(m, w);
       return 0;
     }
     dimsum::tensor<float, nheads, d_model> full(nheads{std::size_t(2 * n)}, d_model{3});
