@@ -129,6 +129,7 @@ problem make(std::size_t b, std::size_t h, std::size_t nq, std::size_t nk, std::
 /// The float64 reference and the bounds B of the file comment.
 struct reference {
   std::vector<double> out, dq, dk, dv, b_out, b_dq, b_dk, b_dv;
+  std::vector<double> dfactor, b_dfactor;  // per head: a factor (1) on the scaled scores
   double smax = 0;
 };
 
@@ -142,7 +143,9 @@ reference compute(const problem& p) {
   r.b_dk = r.dk;
   r.dv.assign(p.v.size(), 0.0);
   r.b_dv = r.dv;
-  std::vector<double> s(p.nk), pr(p.nk), dp(p.nk);
+  r.dfactor.assign(p.h, 0.0);
+  r.b_dfactor = r.dfactor;
+  std::vector<double> s(p.nk), pr(p.nk), dp(p.nk), raw_of(p.nk);
   for (std::size_t bi = 0; bi < p.b; ++bi)
     for (std::size_t hi = 0; hi < p.h; ++hi)
       for (std::size_t i = 0; i < p.nq; ++i) {
@@ -154,6 +157,7 @@ reference compute(const problem& p) {
             mag += std::abs(p.q[p.qi(bi, hi, i, d)] * p.k[p.ki(bi, hi, j, d)]);
           }
           r.smax = std::max(r.smax, scale * mag);
+          raw_of[j] = scale * raw;
           s[j] = p.masked(bi, i, j) ? p.masked_value() : scale * raw;
           m = std::max(m, s[j]);
         }
@@ -184,6 +188,8 @@ reference compute(const problem& p) {
           if (p.masked(bi, i, j)) continue;  // masked_fill's backward: 0
           const double ds = scale * pr[j] * (dp[j] - dsum);
           const double db = scale * pr[j] * (std::abs(dp[j]) + dabs);
+          r.dfactor[hi] += ds / scale * raw_of[j];
+          r.b_dfactor[hi] += db / scale * std::abs(raw_of[j]);
           for (std::size_t d = 0; d < p.dk; ++d) {
             r.dq[p.qi(bi, hi, i, d)] += ds * p.k[p.ki(bi, hi, j, d)];
             r.b_dq[p.qi(bi, hi, i, d)] += db * std::abs(p.k[p.ki(bi, hi, j, d)]);
@@ -371,4 +377,53 @@ TEST_CASE("fused attention, bf16: a row masked entirely with -inf is NaN, the ot
 
 TEST_CASE("fused attention, bf16: decoding rows (a few queries)") {
   check_problem<2, KT, VT>(make(2, 2, 2, 70, 24, 20, false, masking::padding, 8));
+}
+
+TEST_CASE("grad::fused_attention on bf16 vars: one tape node, gradients of q, k, v against float64 loops") {
+  const problem p = make(2, 2, 37, 70, 24, 20, false, masking::causal, 9);
+  const reference r = compute(p);
+  const QT q = to_tensor<QT>(p.q, {p.b, p.h, p.nq, p.dk});
+  const KT k = to_tensor<KT>(p.k, {p.b, p.h, p.nk, p.dk});
+  const VT v = to_tensor<VT>(p.v, {p.b, p.h, p.nk, p.dv});
+  const OT w = to_tensor<OT>(p.dout, {p.b, p.h, p.nq, p.dv});
+  const MQK mqk = MQK::from_extents({p.b, p.nq, p.nk});
+  const MK mk = MK::from_extents({p.b, p.nk});
+  grad::tape t;
+  auto vq = t.watch(q);
+  auto vk = t.watch(k);
+  auto vv = t.watch(v);
+  const std::size_t leaves = t.size();
+  auto z = grad::fused_attention(vq, vk, vv, [&](const auto& q, const auto& k, const auto& v) {
+    return run_chain<0>(p, q, k, v, mqk, mk, pass);
+  });
+  CHECK(t.size() == leaves + 1);
+  t.backward(dimsum::sum<batch, heads, q_posn, d_value>(z * w));
+  CHECK(count_outside(OT(z.value()), r.out, r.b_out, 0, p, r.smax, "forward") == 0);
+  CHECK(count_outside(dimsum::gradient(vq), r.dq, r.b_dq, u, p, r.smax, "dq") == 0);
+  CHECK(count_outside(dimsum::gradient(vk), r.dk, r.b_dk, u, p, r.smax, "dk") == 0);
+  CHECK(count_outside(dimsum::gradient(vv), r.dv, r.b_dv, 0, p, r.smax, "dv") == 0);
+}
+
+TEST_CASE("attention on bf16 vars with a learned per-head factor: recorded unfused, the factor gets its gradient") {
+  const problem p = make(2, 2, 37, 70, 24, 20, false, masking::causal, 10);
+  const reference r = compute(p);
+  const QT q = to_tensor<QT>(p.q, {p.b, p.h, p.nq, p.dk});
+  const KT k = to_tensor<KT>(p.k, {p.b, p.h, p.nk, p.dk});
+  const VT v = to_tensor<VT>(p.v, {p.b, p.h, p.nk, p.dv});
+  const OT w = to_tensor<OT>(p.dout, {p.b, p.h, p.nq, p.dv});
+  auto temp0 = tensor<bf16, heads>::from_extents({p.h});
+  for (std::size_t x = 0; x < p.h; ++x) temp0.data()[x] = bf16(1.0f);  // the reference's scores
+  grad::tape t;
+  auto vq = t.watch(q);
+  auto vk = t.watch(k);
+  auto vv = t.watch(v);
+  auto temp = t.watch(temp0);
+  auto z = attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(qk(vq, vk) * scale * temp, -INFINITY)), vv);
+  static_assert(!dimsum::uses_fused_attention_v<decltype(z)>, "a learned part on bf16 vars is recorded unfused");
+  t.backward(dimsum::sum<batch, heads, q_posn, d_value>(z * w));
+  CHECK(count_outside(OT(z.value()), r.out, r.b_out, 0, p, r.smax, "forward", true) == 0);
+  CHECK(count_outside(dimsum::gradient(vq), r.dq, r.b_dq, u, p, r.smax, "dq", true) == 0);
+  CHECK(count_outside(dimsum::gradient(vk), r.dk, r.b_dk, u, p, r.smax, "dk", true) == 0);
+  CHECK(count_outside(dimsum::gradient(vv), r.dv, r.b_dv, 0, p, r.smax, "dv", true) == 0);
+  CHECK(count_outside(dimsum::gradient(temp), r.dfactor, r.b_dfactor, u, p, r.smax, "dtemp", true) == 0);
 }
