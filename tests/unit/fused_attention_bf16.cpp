@@ -36,8 +36,11 @@
 // and unfused are compared with 4 u (1 + smax) B + 4 u |ref|.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
@@ -426,4 +429,28 @@ TEST_CASE("attention on bf16 vars with a learned per-head factor: recorded unfus
   CHECK(count_outside(dimsum::gradient(vk), r.dk, r.b_dk, u, p, r.smax, "dk", true) == 0);
   CHECK(count_outside(dimsum::gradient(vv), r.dv, r.b_dv, 0, p, r.smax, "dv", true) == 0);
   CHECK(count_outside(dimsum::gradient(temp), r.dfactor, r.b_dfactor, u, p, r.smax, "dtemp", true) == 0);
+}
+
+TEST_CASE("bf16 attention's vector conversions equal bf16's scalar ones (ties, NaN, inf, denormals, tails)") {
+  // the reference: bf16(float) and bf16::to_float (core/bf16.hpp, tests/unit/bf16.cpp)
+  std::mt19937 gen(11);
+  std::vector<std::uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
+                                     0xff800001u, 0x7fffffffu, 0x3f808000u, 0x3f818000u, 0x3f80c000u, 0x3f807fffu,
+                                     0x00008000u, 0x00018000u, 0x0000ffffu, 0x807fffffu, 0x7f7fffffu, 0x7f7f8000u};
+  for (int x = 0; x < 200000; ++x) bits.push_back(gen());
+  std::vector<float> f(bits.size()), back(bits.size());
+  for (std::size_t x = 0; x < bits.size(); ++x) f[x] = std::bit_cast<float>(bits[x]);
+  std::vector<std::uint16_t> words(bits.size());
+  for (std::size_t n : {bits.size(), std::size_t(37), std::size_t(7)}) {
+    std::fill(words.begin(), words.end(), std::uint16_t(0));
+    dimsum::kernels::detail::round_contiguous(f.data(), n, words.data());
+    std::size_t bad = 0;
+    for (std::size_t x = 0; x < n; ++x) bad += words[x] != bf16(f[x]).bits();
+    CHECK(bad == 0);
+    dimsum::kernels::detail::widen_contiguous(words.data(), n, back.data());
+    bad = 0;
+    for (std::size_t x = 0; x < n; ++x)
+      bad += std::bit_cast<std::uint32_t>(back[x]) != std::bit_cast<std::uint32_t>(bf16::from_bits(words[x]).to_float());
+    CHECK(bad == 0);
+  }
 }
