@@ -102,8 +102,10 @@ int train(const bench::peer_args& args, const std::string& variant, const qkv_t&
 }
 
 // The causal attention core on bf16 q, k, v (tensors, or vars with
-// --train), timed like the float one; the inputs are the float ones rounded.
-int run_bf16(const bench::peer_args& args, bool train_mode, const qkv_t& q0, const kv_t& k0, const kv_t& v0) {
+// --train), timed like the float one; the inputs are the float ones
+// rounded, and only the bf16 copies are kept (the process's peak memory is
+// then comparable with the float run's).
+int run_bf16(const bench::peer_args& args, bool train_mode) {
   using dimsum::bf16;
   using dimsum::causal_mask;
   using dimsum::softmax;
@@ -112,9 +114,9 @@ int run_bf16(const bench::peer_args& args, bool train_mode, const qkv_t& q0, con
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();
   auto to_bf16 = [](const auto& t) { return dimsum::tensor_for_t<bf16, dimsum::dims_of_t<decltype(t)>>(dimsum::cast<bf16>(t)); };
-  const auto q = to_bf16(q0);
-  const auto k = to_bf16(k0);
-  const auto v = to_bf16(v0);
+  const auto q = to_bf16(bench::from(bench::make_input(n, 1, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d})));
+  const auto k = to_bf16(bench::from(bench::make_input(n, 2, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d})));
+  const auto v = to_bf16(bench::from(bench::make_input(n, 3, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d})));
   auto core = [&](const auto& q, const auto& k, const auto& v) {
     auto e = einsum<batch, q_posn, nheads, d_head>(
         softmax<k_posn>(causal_mask<q_posn, k_posn>(
@@ -167,13 +169,13 @@ int main(int argc, char** argv) {
   }
   const bench::attention_shape s = args.shape;
   std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
+  if (bf16_mode) return run_bf16(args, train_mode);
   const std::size_t n = s.b * s.p * s.h * s.d;
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();
   const auto q = bench::from(bench::make_input(n, 1, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d}));
   const auto k = bench::from(bench::make_input(n, 2, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
   const auto v = bench::from(bench::make_input(n, 3, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d}));
-  if (bf16_mode) return run_bf16(args, train_mode, q, k, v);
   qkv_t z(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d});
 
   auto scores = [&] {
