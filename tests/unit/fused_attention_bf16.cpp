@@ -47,6 +47,10 @@
 
 #include <dimsum/dimsum.hpp>
 #include <dimsum/grad/grad.hpp>
+#include <dimsum/ops/alibi.hpp>
+#include <dimsum/ops/sink_softmax.hpp>
+#include <dimsum/ops/with_derivative.hpp>
+#include <dimsum/ops/window_mask.hpp>
 
 namespace grad = dimsum::grad;
 using dimsum::bf16;
@@ -64,7 +68,7 @@ constexpr double u = 1.0 / 256;
 constexpr double ninf = -std::numeric_limits<double>::infinity();
 constexpr float scale = 0.25f;  // exact in bf16 and float: the reference scales by the same number
 
-enum class masking { causal, finite_fill, padding, huge_fill_row, neg_inf_row };
+enum class masking { causal, finite_fill, padding, huge_fill_row, neg_inf_row, document };
 
 /// One problem: extents, whether K and V are shared by the heads, the
 /// masking, and the bf16 numbers of Q, K, V, dO (as double, exact).
@@ -118,6 +122,12 @@ problem make(std::size_t b, std::size_t h, std::size_t nq, std::size_t nk, std::
     p.mask.assign(b * nk, false);
     for (std::size_t bi = 0; bi < b; ++bi)
       for (std::size_t j = nk - 7 * bi; j < nk; ++j) p.mask[bi * nk + j] = true;  // batch 1 pads its last 7 keys
+  } else if (mode == masking::document) {  // packed documents: doc(b, i) = (i + 5 b) / 13; nq == nk
+    p.mask.assign(b * nq * nk, false);
+    for (std::size_t bi = 0; bi < b; ++bi)
+      for (std::size_t i = 0; i < nq; ++i)
+        for (std::size_t j = 0; j < nk; ++j) p.mask[(bi * nq + i) * nk + j] = (i + 5 * bi) / 13 != (j + 5 * bi) / 13;
+    p.fill = ninf;
   } else if (mode != masking::causal) {
     p.mask.assign(b * nq * nk, false);
     for (std::size_t x = 0; x < p.mask.size(); ++x) p.mask[x] = coin(gen);
@@ -240,6 +250,8 @@ using VS = tensor<bf16, batch, k_posn, d_value>;
 using OT = tensor<bf16, batch, heads, q_posn, d_value>;
 using MQK = tensor<bool, batch, q_posn, k_posn>;
 using MK = tensor<bool, batch, k_posn>;
+DIMSUM_DIM(posn);
+using DOC = tensor<int, batch, posn>;
 
 template <class TT>
 TT to_tensor(const std::vector<double>& x, std::array<std::size_t, TT::rank> ext) {
@@ -270,16 +282,23 @@ auto attend(W&& w, const V& v) {
 }
 
 /// The attention lines of the case, on tensors or vars (Chain: 0 causal, 1
-/// mask over (batch, i, j), 2 padding over (batch, j)); `scores_of`
+/// mask over (batch, i, j), 2 padding over (batch, j), 3 the document mask
+/// as an expression, evaluated by the kernels a block at a time); `scores_of`
 /// materialises the scores (eval) for the unfused chain or passes them on.
 /// One expression, so that it owns its temporaries.
 template <std::size_t Chain, class Q, class K, class V, class F>
-auto run_chain(const problem& p, const Q& q, const K& k, const V& v, const MQK& mqk, const MK& mk, F scores_of) {
+auto run_chain(const problem& p, const Q& q, const K& k, const V& v, const MQK& mqk, const MK& mk, F scores_of,
+               const DOC* doc = nullptr) {
   const float fill = static_cast<float>(p.masked_value());
   if constexpr (Chain == 0)
     return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(scores_of(qk(q, k)) * scale, fill)), v);
   else if constexpr (Chain == 1)
     return attend(dimsum::softmax<k_posn>(dimsum::masked_fill(scores_of(qk(q, k)) * scale, mqk, fill)), v);
+  else if constexpr (Chain == 3)
+    return attend(dimsum::softmax<k_posn>(dimsum::masked_fill(
+                      scores_of(qk(q, k)) * scale,
+                      dimsum::rename<posn, q_posn>(*doc) != dimsum::rename<posn, k_posn>(*doc), fill)),
+                  v);
   else
     return attend(dimsum::softmax<k_posn>(dimsum::masked_fill(scores_of(qk(q, k)) * scale, mk, fill)), v);
 }
@@ -290,6 +309,9 @@ auto materialise = [](auto&& s) { return dimsum::eval(s); };
 template <std::size_t Chain, class KK, class VV>
 void check_problem(const problem& p) {
   const reference r = compute(p);
+  DOC doc = DOC::from_extents({p.b, p.nq});
+  for (std::size_t bi = 0; bi < p.b; ++bi)
+    for (std::size_t i = 0; i < p.nq; ++i) doc.data()[bi * p.nq + i] = int((i + 5 * bi) / 13);
   const QT q = to_tensor<QT>(p.q, {p.b, p.h, p.nq, p.dk});
   const KK k = [&] {
     if constexpr (KK::rank == 4)
@@ -312,12 +334,12 @@ void check_problem(const problem& p) {
     for (std::size_t x = 0; x < mqk.size(); ++x) mqk.data()[x] = p.mask[x];
 
   // tensors: fused, and against the unfused chain
-  auto z = run_chain<Chain>(p, q, k, v, mqk, mk, pass);
+  auto z = run_chain<Chain>(p, q, k, v, mqk, mk, pass, &doc);
   static_assert(dimsum::uses_fused_attention_v<decltype(z)>, "the bf16 attention lines fuse");
   const OT out = z;
   CHECK(count_outside(out, r.out, r.b_out, 0, p, r.smax, "forward") == 0);
-  const OT unfused = run_chain<Chain>(p, q, k, v, mqk, mk, materialise);
-  static_assert(!dimsum::uses_fused_attention_v<decltype(run_chain<Chain>(p, q, k, v, mqk, mk, materialise))>);
+  const OT unfused = run_chain<Chain>(p, q, k, v, mqk, mk, materialise, &doc);
+  static_assert(!dimsum::uses_fused_attention_v<decltype(run_chain<Chain>(p, q, k, v, mqk, mk, materialise, &doc))>);
   CHECK(count_outside(unfused, r.out, r.b_out, 0, p, r.smax, "unfused forward", true) == 0);
   if (p.mode == masking::neg_inf_row) return;  // NaN row: the forward only
 
@@ -327,7 +349,7 @@ void check_problem(const problem& p) {
   auto vk = t.watch(k);
   auto vv = t.watch(v);
   const std::size_t leaves = t.size();
-  auto vz = run_chain<Chain>(p, vq, vk, vv, mqk, mk, pass);
+  auto vz = run_chain<Chain>(p, vq, vk, vv, mqk, mk, pass, &doc);
   static_assert(dimsum::uses_fused_attention_v<decltype(vz)>, "the bf16 attention lines on vars fuse");
   t.backward(dimsum::sum<batch, heads, q_posn, d_value>(vz * w));
   CHECK(t.size() <= leaves + 3);  // the fused node, the product, the sum
@@ -343,7 +365,7 @@ void check_problem(const problem& p) {
   auto uq = tu.watch(q);
   auto uk = tu.watch(k);
   auto uv = tu.watch(v);
-  auto uz = run_chain<Chain>(p, uq, uk, uv, mqk, mk, materialise);
+  auto uz = run_chain<Chain>(p, uq, uk, uv, mqk, mk, materialise, &doc);
   tu.backward(dimsum::sum<batch, heads, q_posn, d_value>(uz * w));
   CHECK(count_outside(dimsum::gradient(uq), r.dq, r.b_dq, u, p, r.smax, "unfused dq", true) == 0);
   CHECK(count_outside(dimsum::gradient(uk), r.dk, r.b_dk, u, p, r.smax, "unfused dk", true) == 0);
@@ -376,6 +398,10 @@ TEST_CASE("fused attention, bf16: a padding mask per batch, K and V shared by th
 
 TEST_CASE("fused attention, bf16: a row masked entirely with -inf is NaN, the others agree") {
   check_problem<1, KT, VT>(make(2, 2, 37, 70, 24, 20, false, masking::neg_inf_row, 7));
+}
+
+TEST_CASE("fused attention, bf16: a document mask written as an expression (a mask source, evaluated per block)") {
+  check_problem<3, KT, VT>(make(2, 2, 70, 70, 24, 20, false, masking::document, 12));
 }
 
 TEST_CASE("fused attention, bf16: decoding rows (a few queries)") {
@@ -453,4 +479,95 @@ TEST_CASE("bf16 attention's vector conversions equal bf16's scalar ones (ties, N
       bad += std::bit_cast<std::uint32_t>(back[x]) != std::bit_cast<std::uint32_t>(bf16::from_bits(words[x]).to_float());
     CHECK(bad == 0);
   }
+}
+
+namespace {
+/// got (bf16) against want (the float kernel's output on the same bf16
+/// numbers): the bf16 path runs the float kernel's arithmetic on the
+/// values converted exactly, so they differ by the output's rounding to
+/// bf16 (at most u |want|) and float32 reassociation (2^-20 of the
+/// largest |want|, a bound far above the float32 sums' n 2^-24 here).
+template <class G, class W>
+std::size_t differ_from_float(const G& got, const W& want, const char* what) {
+  REQUIRE(got.size() == want.size());
+  double m = 0;
+  for (std::size_t x = 0; x < want.size(); ++x) m = std::max(m, std::abs(double(want.data()[x])));
+  std::size_t bad = 0;
+  for (std::size_t x = 0; x < want.size(); ++x) {
+    const double g = double(got.data()[x]), w = double(want.data()[x]);
+    if (std::isnan(w) ? !std::isnan(g) : !(std::abs(g - w) <= u * std::abs(w) + std::ldexp(m, -20))) {
+      if (bad < 5) UNSCOPED_INFO(what << " element " << x << ": got " << g << ", want " << w);
+      ++bad;
+    }
+  }
+  return bad;
+}
+}  // namespace
+
+TEST_CASE("fused attention, bf16: every score modification equals the float kernel on the same numbers") {
+  const problem p = make(2, 2, 70, 70, 24, 20, false, masking::causal, 13);
+  const QT q = to_tensor<QT>(p.q, {p.b, p.h, p.nq, p.dk});
+  const KT k = to_tensor<KT>(p.k, {p.b, p.h, p.nk, p.dk});
+  const VT v = to_tensor<VT>(p.v, {p.b, p.h, p.nk, p.dv});
+  auto widen = [](const auto& t) { return dimsum::tensor_for_t<float, dimsum::dims_of_t<decltype(t)>>(dimsum::cast<float>(t)); };
+  const auto qf = widen(q);
+  const auto kf = widen(k);
+  const auto vf = widen(v);
+  auto per_head = [&](float a, float step) {
+    auto t = tensor<bf16, heads>::from_extents({p.h});
+    for (std::size_t x = 0; x < p.h; ++x) t.data()[x] = bf16(a + step * float(x));
+    return t;
+  };
+  const auto temp = per_head(1.0f, 0.25f), slopes = per_head(-0.5f, 0.25f), sinks = per_head(-1.0f, 0.5f);
+  const auto tempf = widen(temp), slopesf = widen(slopes), sinksf = widen(sinks);
+  tensor<float, heads, q_posn, k_posn> bias_f = tensor<float, heads, q_posn, k_posn>::from_extents({p.h, p.nq, p.nk});
+  for (std::size_t x = 0; x < bias_f.size(); ++x) bias_f.data()[x] = float(bf16(0.01f * float(x % 97) - 0.5f));
+  const auto bias = dimsum::tensor_for_t<bf16, dimsum::dims_of_t<decltype(bias_f)>>(dimsum::cast<bf16>(bias_f));
+  const float inf = std::numeric_limits<float>::infinity();
+  // of a float or a bf16 (the kernels call it on float scores), in float
+  const auto cubic = dimsum::with_derivative(
+      [](auto x) {
+        const float f = static_cast<float>(x);
+        return decltype(x)(f + 0.01f * f * f * f);
+      },
+      [](auto x) {
+        const float f = static_cast<float>(x);
+        return decltype(x)(1.0f + 0.03f * f * f);
+      });
+  // each variant on bf16 (Q, K, V, and its tensors) and on float, with the same numbers
+  auto check = [&](const char* what, auto variant) {
+    INFO(what);
+    auto zb = variant(q, k, v, temp, slopes, sinks, bias);
+    auto zf = variant(qf, kf, vf, tempf, slopesf, sinksf, bias_f);
+    static_assert(dimsum::uses_fused_attention_v<decltype(zb)>, "the variant fuses on bf16");
+    static_assert(dimsum::uses_fused_attention_v<decltype(zf)>);
+    const OT got = zb;
+    const dimsum::tensor_for_t<float, dimsum::dims_of_t<OT>> want = zf;
+    CHECK(differ_from_float(got, want, what) == 0);
+  };
+  auto sc = [&](const auto& q, const auto& k) { return qk(q, k) * scale; };
+  check("window of 9, offset 3", [&](const auto& q, const auto& k, const auto& v, auto&&...) {
+    return attend(dimsum::softmax<k_posn>(dimsum::window_mask<q_posn, k_posn>(sc(q, k), 9, -inf, 3)), v);
+  });
+  check("ALiBi (slopes per head times the key-minus-query distance), causal",
+        [&](const auto& q, const auto& k, const auto& v, const auto&, const auto& sl, auto&&...) {
+          using T = dimsum::value_type_of_t<std::remove_cvref_t<decltype(q)>>;
+          return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(
+                            sc(q, k) + dimsum::outer(sl, dimsum::relative_positions<T>(q_posn{p.nq}, k_posn{p.nk})), -inf)),
+                        v);
+        });
+  check("an additive bias tensor over (heads, q, k)", [&](const auto& q, const auto& k, const auto& v, const auto&,
+                                                          const auto&, const auto&, const auto& b) {
+    return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(sc(q, k) + b, -inf)), v);
+  });
+  check("a user's map with its derivative", [&](const auto& q, const auto& k, const auto& v, auto&&...) {
+    return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(dimsum::map(cubic, sc(q, k)), -inf)), v);
+  });
+  check("a temperature per head", [&](const auto& q, const auto& k, const auto& v, const auto& t, auto&&...) {
+    return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(sc(q, k) * t, -inf)), v);
+  });
+  check("sink logits per head", [&](const auto& q, const auto& k, const auto& v, const auto&, const auto&,
+                                    const auto& sk, auto&&...) {
+    return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(sc(q, k), -inf), sk), v);
+  });
 }
