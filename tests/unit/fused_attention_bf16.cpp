@@ -524,6 +524,8 @@ TEST_CASE("fused attention, bf16: every score modification equals the float kern
   for (std::size_t x = 0; x < bias_f.size(); ++x) bias_f.data()[x] = float(bf16(0.01f * float(x % 97) - 0.5f));
   const auto bias = dimsum::tensor_for_t<bf16, dimsum::dims_of_t<decltype(bias_f)>>(dimsum::cast<bf16>(bias_f));
   const float inf = std::numeric_limits<float>::infinity();
+  MK keep = MK::from_extents({p.b, p.nk});
+  for (std::size_t x = 0; x < keep.size(); ++x) keep.data()[x] = x % p.nk < p.nk - 9 * (x / p.nk);
   // of a float or a bf16 (the kernels call it on float scores), in float
   const auto cubic = dimsum::with_derivative(
       [](auto x) {
@@ -565,6 +567,10 @@ TEST_CASE("fused attention, bf16: every score modification equals the float kern
   });
   check("a temperature per head", [&](const auto& q, const auto& k, const auto& v, const auto& t, auto&&...) {
     return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(sc(q, k) * t, -inf)), v);
+  });
+  check("where(keep, s, -inf): padding of the last 9 b keys", [&](const auto& q, const auto& k, const auto& v, auto&&...) {
+    // where's dims start with keep's: the named einsum takes its operands' dims in any order
+    return dimsum::einsum<batch, heads, q_posn, d_value>(dimsum::softmax<k_posn>(dimsum::where(keep, sc(q, k), -inf)), v);
   });
   check("sink logits per head", [&](const auto& q, const auto& k, const auto& v, const auto&, const auto&,
                                     const auto& sk, auto&&...) {
