@@ -41,11 +41,11 @@ auto param(tape& t, P& p) {
 /// tape: one projection string for queries, keys and values; the keys and
 /// values' positions renamed k_posn so that the scores have both; then the
 /// attention as its three lines: scores, causal softmax, weighted values.
-/// On float vars the scores and the weights are lazy (`grad::lazy_var`),
-/// and the einsum with v that completes the pattern records one tape node
-/// on the fused kernel (forward, and the FlashAttention-2 backward):
-/// neither pass stores the scores. On bf16 vars the same lines are recorded
-/// one by one (the fused kernel is float and double).
+/// The scores and the weights are lazy (`grad::lazy_var`), and the einsum
+/// with v that completes the pattern records one tape node on the fused
+/// kernel (forward, and the FlashAttention-2 backward): neither pass stores
+/// the scores. On bf16 vars too: the kernel computes in float32 and rounds
+/// the output and the gradients of q, k and v to bf16 once.
 template <class C, class X>
 auto attention(tape& t, attention_params& a, const X& h) {
   using dimsum::einsum;
@@ -59,8 +59,7 @@ auto attention(tape& t, attention_params& a, const X& h) {
   auto weights = dimsum::softmax<k_posn>(
       dimsum::causal_mask<q_posn, k_posn>(scores, -std::numeric_limits<float>::infinity()));
   auto z = einsum<"batch nheads q_posn k_posn, batch k_posn nheads d_head -> batch q_posn nheads d_head">(weights, v);
-  if constexpr (std::is_same_v<C, float>)
-    static_assert(dimsum::uses_fused_attention_v<decltype(z)>, "the example's attention runs on the fused kernel");
+  static_assert(dimsum::uses_fused_attention_v<decltype(z)>, "the example's attention runs on the fused kernel");
   auto out = rename<q_posn, posn>(einsum<"batch q_posn nheads d_head, nheads d_head d_model -> batch q_posn d_model">(z, param<C>(t, a.W_O)));
   return out + param<C>(t, a.b_O);
 }

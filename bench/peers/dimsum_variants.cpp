@@ -23,7 +23,7 @@
 //            t5_relative_bucket(k - q)), then causal_mask; the table
 //            (bucket, nheads) holds 0.05 ((7 bucket + 3 head) mod 11 - 5)
 //
-//   dimsum_variants VARIANT B P M H D [reps] [--out file.f32] [--train]
+//   dimsum_variants VARIANT B P M H D [reps] [--out file.f32] [--train] [--bf16]
 //
 // (M is unused: the inputs are q, k, v). Prints peak_extra_mib and
 // median_ms; --out writes z (b, p, h, d) as raw float32. With --train the
@@ -31,7 +31,10 @@
 // forward on the tape (one fused node), then backward of sum(z * r) (r a
 // fixed input); the learned tensors (temp, ALiBi's slopes, sinks) are vars
 // too, and --out writes z, dq, dk, dv and then the learned tensor's
-// gradient, if any (T5's table included), as raw float32.
+// gradient, if any (T5's table included), as raw float32. With --bf16 (the causal variant only)
+// q, k, v (and r) are bf16 tensors, or bf16 vars with --train: the fused
+// kernel's bf16 path (float32 sums, bf16 in memory); --out writes the
+// same outputs converted to float32.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -108,15 +111,75 @@ int train(const bench::peer_args& args, const std::string& variant, const qkv_t&
   return bench::time_and_write(args, step, [&] { return out.data(); }, out.size());
 }
 
+// The causal attention core on bf16 q, k, v (tensors, or vars with
+// --train), timed like the float one; the inputs are the float ones
+// rounded, and only the bf16 copies are kept (the process's peak memory is
+// then comparable with the float run's).
+int run_bf16(const bench::peer_args& args, bool train_mode) {
+  using dimsum::bf16;
+  using dimsum::causal_mask;
+  using dimsum::softmax;
+  const bench::attention_shape s = args.shape;
+  const std::size_t n = s.b * s.p * s.h * s.d;
+  const float scale = 1.0f / std::sqrt(float(s.d));
+  const float inf = std::numeric_limits<float>::infinity();
+  auto to_bf16 = [](const auto& t) { return dimsum::tensor_for_t<bf16, dimsum::dims_of_t<decltype(t)>>(dimsum::cast<bf16>(t)); };
+  const auto q = to_bf16(bench::from(bench::make_input(n, 1, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d})));
+  const auto k = to_bf16(bench::from(bench::make_input(n, 2, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d})));
+  const auto v = to_bf16(bench::from(bench::make_input(n, 3, 1.0), kv_t(batch{s.b}, k_posn{s.p}, nheads{s.h}, d_head{s.d})));
+  auto core = [&](const auto& q, const auto& k, const auto& v) {
+    auto e = einsum<batch, q_posn, nheads, d_head>(
+        softmax<k_posn>(causal_mask<q_posn, k_posn>(
+            einsum<"batch q_posn nheads d_head, batch k_posn nheads d_head -> batch nheads q_posn k_posn">(q, k) * scale,
+            -inf)),
+        v);
+    static_assert(dimsum::uses_fused_attention_v<decltype(e)>);
+    return e;
+  };
+  std::vector<float> out;
+  auto put = [&](const auto& x) {
+    for (std::size_t i = 0; i < x.size(); ++i) out.push_back(static_cast<float>(x.data()[i]));
+  };
+  if (!train_mode) {
+    tensor<bf16, batch, q_posn, nheads, d_head> z(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d});
+    auto forward = [&] { z = core(q, k, v); };
+    return bench::time_and_write(args, forward, [&] { return put(z), out.data(); }, n);
+  }
+  const auto r = to_bf16(bench::from(bench::make_input(n, 4, 1.0), qkv_t(batch{s.b}, q_posn{s.p}, nheads{s.h}, d_head{s.d})));
+  bool capture = true;
+  auto step = [&] {
+    dimsum::grad::tape t;
+    auto vq = t.watch(q);
+    auto vk = t.watch(k);
+    auto vv = t.watch(v);
+    auto z = core(vq, vk, vv);
+    t.backward(dimsum::sum<batch, q_posn, nheads, d_head>(z * r));
+    if (!capture) return;
+    put(z.value());
+    put(gradient(vq));
+    put(gradient(vk));
+    put(gradient(vv));
+  };
+  step();
+  capture = false;
+  return bench::time_and_write(args, step, [&] { return out.data(); }, out.size());
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const std::string variant = argv[1];
   const bench::peer_args args = bench::parse_args(argc - 1, argv + 1);
   if (!args.ok) return 2;
-  bool train_mode = false;
+  bool train_mode = false, bf16_mode = false;
   for (int i = 2; i < argc; ++i) train_mode = train_mode || std::strcmp(argv[i], "--train") == 0;
+  for (int i = 2; i < argc; ++i) bf16_mode = bf16_mode || std::strcmp(argv[i], "--bf16") == 0;
+  if (bf16_mode && variant != "causal") {
+    std::fprintf(stderr, "--bf16: the causal variant only\n");
+    return 2;
+  }
   const bench::attention_shape s = args.shape;
   std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
+  if (bf16_mode) return run_bf16(args, train_mode);
   const std::size_t n = s.b * s.p * s.h * s.d;
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();

@@ -376,7 +376,10 @@ TEST_CASE("bf16: layer_norm normalises in float32 and rounds once", "[bf16][laye
 }
 
 TEST_CASE("bf16: attention as contractions on bf16 tensors", "[bf16][attention]") {
-  // z = softmax(q k^T / 4) v, each stage a bf16 result: scores rounded
+  // z = softmax(q k^T / 4) v. Written as one expression it runs on the
+  // fused kernel (float32 throughout, z rounded once: tests/unit/
+  // fused_attention_bf16.cpp); the bound here is that of the unfused steps,
+  // each a bf16 result, which covers it: scores rounded
   // (2^-8 relative), scaled (exact: a power of two), softmax in float32 and
   // rounded, z summed in float32 and rounded. Bound per output: the scores'
   // rounding moves each probability by at most exp(2 * 2^-8 * max|s|) - 1

@@ -157,13 +157,17 @@ struct attention_tile_counts {
 };
 
 /// One fused attention: extents, element strides (any, including 0 for a
-/// broadcast batch dim of V or of a mask), and the score stages.
-template <class T>
+/// broadcast batch dim of V or of a mask), and the score stages. T is the
+/// arithmetic's type (scores, statistics, stage values), S the stored type
+/// of Q, K, V and the output: T itself, or `bf16` with T = float
+/// (kernels/attention_bf16.hpp: converted to float as each batch index is
+/// loaded, every sum in float, the output rounded once).
+template <class T, class S = T>
 struct attention_args {
-  const T* q = nullptr;
-  const T* k = nullptr;
-  const T* v = nullptr;
-  T* out = nullptr;
+  const S* q = nullptr;
+  const S* k = nullptr;
+  const S* v = nullptr;
+  S* out = nullptr;
   std::size_t nq = 0, nk = 0, dk = 0, dv = 0;
   std::ptrdiff_t q_row = 0, q_col = 0;      // Q[i, d]
   std::ptrdiff_t k_row = 0, k_col = 0;      // K[j, d]

@@ -47,14 +47,16 @@ namespace dimsum::kernels {
 /// arguments (its `out` the saved output), `lse` its per-row statistics
 /// (batch-major, `batch_size() * nq` values), `dout` read with `out`'s
 /// strides; `dq`, `dk`, `dv` are written with q's, k's and v's strides.
-template <class T>
+/// With S = bf16 (T = float): dout, dq, dk, dv are bf16, the statistics
+/// and the learned parts' sums float (kernels/attention_bf16.hpp).
+template <class T, class S = T>
 struct attention_grad_args {
-  const attention_args<T>* fwd = nullptr;
+  const attention_args<T, S>* fwd = nullptr;
   const T* lse = nullptr;
-  const T* dout = nullptr;
-  T* dq = nullptr;
-  T* dk = nullptr;
-  T* dv = nullptr;
+  const S* dout = nullptr;
+  S* dq = nullptr;
+  S* dk = nullptr;
+  S* dv = nullptr;
   /// The forward's `lse_low` (nullptr: lse alone). With it, P is
   /// exp((f(s) - lse) - lse_low), which keeps a row whose scores are all a
   /// large finite fill (-1e9, where lse rounds log(l) away) equal to the

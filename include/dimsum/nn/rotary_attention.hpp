@@ -36,6 +36,7 @@
 
 #include <boost/hana/define_struct.hpp>
 
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/grad/rules/regroup.hpp>
 #include <dimsum/grad/rules/rename.hpp>
@@ -59,6 +60,15 @@ struct rotary_attention_cache_does_not_fit_the_input {
   static_assert(detail::always_false<CacheDims, Expected>,
                 "dimsum: nn::rotary_attention: the key/value cache's dims (first) are not those of the input's keys "
                 "(second); make the cache with make_cache(capacity, batch...) for the input's other dims");
+};
+
+/// Checker: decoding with a key/value cache of a value type that is
+/// neither the module's nor bf16 (for a float module).
+template <class Module, class Cache>
+struct rotary_attention_cache_value_type_is_neither_the_modules_nor_bf16 {
+  static_assert(detail::always_false<Module, Cache>,
+                "dimsum: nn::rotary_attention: a key/value cache holds the module's value type (first), or bf16 for a "
+                "float module; the cache's (second) is neither");
 };
 
 }  // namespace dimsum
@@ -106,12 +116,19 @@ struct rotary_attention {
   /// key_posn, KVHeads, Head).
   template <dimension... Batch>
   using cache_type = kv_cache<T, key_posn, Batch..., key_posn, KVHeads, Head>;
+  /// The same cache storing C: T, or bf16 for a float module (half the
+  /// memory; see `operator()(x, cache)`).
+  template <class C, dimension... Batch>
+  using cache_type_as = kv_cache<C, key_posn, Batch..., key_posn, KVHeads, Head>;
 
   /// An empty cache for up to `capacity` positions of inputs whose other
-  /// dims have the given extents: `attn.make_cache(512, batch{4})`.
-  template <dimension... Batch>
-  cache_type<Batch...> make_cache(std::size_t capacity, const Batch&... batch) const {
-    return cache_type<Batch...>(batch..., key_posn{capacity}, KVHeads{kv_heads}, Head{head_dim});
+  /// dims have the given extents: `attn.make_cache(512, batch{4})`; a bf16
+  /// cache of a float module: `attn.make_cache<bf16>(512, batch{4})`.
+  template <class C = T, dimension... Batch>
+  cache_type_as<C, Batch...> make_cache(std::size_t capacity, const Batch&... batch) const {
+    static_assert(std::is_same_v<C, T> || (is_bf16_v<C> && std::is_same_v<T, float>),
+                  "dimsum: nn::rotary_attention: make_cache<C> takes the module's value type, or bf16 for a float module");
+    return cache_type_as<C, Batch...>(batch..., key_posn{capacity}, KVHeads{kv_heads}, Head{head_dim});
   }
 
   template <named_expression X>
@@ -135,11 +152,18 @@ struct rotary_attention {
   /// cache and each of x's positions attends to every cached position up
   /// to its own (and within the window). The result has x's dims. A cache
   /// without room for x's positions throws `shape_error` and is unchanged.
-  template <named_expression X, dimension... Cs>
-  auto operator()(const X& x, kv_cache<T, key_posn, Cs...>& cache) const {
+  /// A bf16 cache of a float module (`make_cache<bf16>`) stores the keys and
+  /// values rounded to bf16; the queries are rounded too and the attention
+  /// runs on the fused kernel's bf16 path (float32 inside), its output
+  /// widened to float for `o_proj`.
+  template <named_expression X, class C, dimension... Cs>
+  auto operator()(const X& x, kv_cache<C, key_posn, Cs...>& cache) const {
     using want = typename dimsum::detail::concat<without_t<dims_of_t<X>, dim_list<Pos, Model>>,
                                                  dim_list<key_posn, KVHeads, Head>>::type;
-    if constexpr (!same_name_set_v<dim_list<Cs...>, want>) {
+    if constexpr (!(std::is_same_v<C, T> || (is_bf16_v<C> && std::is_same_v<T, float>))) {
+      dimsum::detail::report<rotary_attention_cache_value_type_is_neither_the_modules_nor_bf16<T, C>>();
+      return invalid_expression{};
+    } else if constexpr (!same_name_set_v<dim_list<Cs...>, want>) {
       dimsum::detail::report<
           rotary_attention_cache_does_not_fit_the_input<diagnostic_dims_t<dim_list<Cs...>>, diagnostic_dims_t<want>>>();
       return invalid_expression{};
@@ -147,8 +171,14 @@ struct rotary_attention {
       auto apply = [](const auto& layer, const auto& in) { return layer(in); };
       const std::size_t offset = cache.size();
       auto [q, k, v] = project(*this, x, offset, apply);
-      cache.append(rename<Pos, key_posn>(k), rename<Pos, key_posn>(v));
-      return attend(*this, q, cache.keys(), cache.values(), offset, apply);
+      if constexpr (std::is_same_v<C, T>) {
+        cache.append(rename<Pos, key_posn>(k), rename<Pos, key_posn>(v));
+        return attend(*this, q, cache.keys(), cache.values(), offset, apply);
+      } else {
+        cache.append(cast<C>(rename<Pos, key_posn>(k)), cast<C>(rename<Pos, key_posn>(v)));
+        return attend(*this, tensor_for_t<C, dims_of_t<decltype(q)>>(cast<C>(q)), cache.keys(), cache.values(), offset,
+                      apply);
+      }
     }
   }
 
@@ -183,7 +213,12 @@ struct rotary_attention {
     auto o = scaled_dot_product_attention<Pos, key_posn, Head, grouping>(
         q, k, v, no_mask{}, {.is_causal = true, .window = self.window, .offset = offset});
     constexpr std::size_t hp = dimsum::detail::find_name(dims_of_t<decltype(o)>::names, Heads::name.view());
-    return apply(self.o_proj, merge_dims<hp, 2, QFeatures>(std::move(o)));
+    if constexpr (std::is_same_v<value_type_of_t<decltype(o)>, T>) {
+      return apply(self.o_proj, merge_dims<hp, 2, QFeatures>(std::move(o)));
+    } else {  // a bf16 cache's attention: its output widened (exactly) for o_proj
+      auto merged = merge_dims<hp, 2, QFeatures>(std::move(o));
+      return apply(self.o_proj, tensor_for_t<T, dims_of_t<decltype(merged)>>(cast<T>(merged)));
+    }
   }
 };
 

@@ -259,7 +259,9 @@ auto run_attention(const Q& q, const K& k, const V& v, const M& mask, const atte
   using LQ0 = dims_of_t<Q>;
   std::size_t kv_heads = 0;
   if constexpr (grouping<G>::grouped) kv_heads = k.template extent<typename grouping<G>::kv_heads>();
-  const T scale = static_cast<T>(o.scale ? *o.scale : 1.0 / std::sqrt(double(q.template extent<D>())));
+  // in float for bf16 operands: the kernels scale the float32 scores
+  using A = accumulator_t<T>;
+  const A scale = static_cast<A>(o.scale ? *o.scale : 1.0 / std::sqrt(double(q.template extent<D>())));
   const std::size_t nk = k.template extent<KP>();
   // Not causal: a window that hides no key (j <= i + nk for every key j).
   const bool causal = o.is_causal || o.window != 0;

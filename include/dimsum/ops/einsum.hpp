@@ -107,10 +107,10 @@ class einsum_expr : public expression_tag {
   }
 
   void eval_to(const strided<value_type, rank>& dst) const {
-    if constexpr (is_bf16_v<value_type>)  // float32 sums, rounded once into dst
-      detail::eval_rounded(*this, dst);
-    else if constexpr (uses_fused_attention)
+    if constexpr (uses_fused_attention)  // bf16 too: float32 sums, the output rounded once
       detail::fused::run(*this, dst);
+    else if constexpr (is_bf16_v<value_type>)  // float32 sums, rounded once into dst
+      detail::eval_rounded(*this, dst);
     else if constexpr (pre_reduces || pairwise)
       std::apply([&](const auto&... op) { detail::contract_pairwise<Out>(dst, detail::materialize(op)...); }, ops_);
     else

@@ -56,6 +56,7 @@
 
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/core/dim_list.hpp>
+#include <dimsum/core/bf16.hpp>
 #include <dimsum/kernels/attention.hpp>
 #include <dimsum/kernels/contraction_args.hpp>
 #include <dimsum/plan/contraction_plan.hpp>
@@ -390,8 +391,8 @@ struct match<E, contraction_node<Out, A, B>> {
             "the softmax's operand is not an einsum of two operands followed only by scales by a scalar or by a "
             "factor over the scores' dims, tanh, a map with its derivative, causal or window masks, masked_fill or where with a scalar, and one "
             "bias over the scores' dims");
-      } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
-        return not_fused("the value type is not float or double");
+      } else if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double> && !is_bf16_v<T>) {
+        return not_fused("the value type is not float, double or bf16");
       } else if constexpr (!std::is_same_v<value_type_of_t<typename C::base>, T> ||
                            !std::is_same_v<value_type_of_t<V>, T>) {
         return not_fused("the scores, the softmax and V do not have one value type");

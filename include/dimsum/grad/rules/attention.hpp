@@ -36,6 +36,7 @@
 #include <dimsum/grad/lazy_var.hpp>
 #include <dimsum/grad/tape.hpp>
 #include <dimsum/kernels/attention_backward.hpp>
+#include <dimsum/kernels/attention_backward_bf16.hpp>
 #include <dimsum/ops/detail/fused_attention.hpp>
 #include <dimsum/core/diagnostics.hpp>
 #include <dimsum/ops/einsum.hpp>
@@ -90,6 +91,7 @@ using diagnostic_of_t = typename diagnostic_of<std::remove_cvref_t<X>>::type;
 /// out as x's value (both dense), so the kernel's strides address it.
 template <class X, class T>
 void send_learned_gradient(const X& x, const kernels::attention_args<T>& a, const kernels::attention_grad_args<T>& g) {
+  // (bf16 attentions record their learned parts unfused: grad/rules/einsum.hpp)
   if (!x.requires_grad()) return;
   const T* data = x.value().data();
   auto dx = X::tensor_type::from_extents(x.value().extents());
@@ -117,9 +119,9 @@ void send_learned_gradient(const X& x, const kernels::attention_args<T>& a, cons
 /// gradient per batch index (`per_batch`, batch-major), each written only
 /// by the thread that runs its batch index, summed by `send`. Memory:
 /// batch indices times the table's size, none in the positions.
-template <class T>
+template <class T, class S = T>
 struct table_gradient {
-  const kernels::attention_args<T>* a = nullptr;
+  const kernels::attention_args<T, S>* a = nullptr;
   std::vector<double> per_batch;  // double: an element sums up to p^2 terms
 
   static void add(void* ctx, std::size_t bi, std::size_t i, std::size_t j0, std::size_t n, const T* db) {
@@ -158,25 +160,29 @@ template <class Q, class K, class V, class F, class Params = std::tuple<>>
 auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params = {}) {
   using E = decltype(f(q.value(), k.value(), v.value()));
   using T = value_type_of_t<E>;
+  using A = accumulator_t<T>;  // the statistics' type (float for bf16: kernels/attention_bf16.hpp)
+  using Args = kernels::attention_args<A, T>;
+  static_assert(!is_bf16_v<T> || std::tuple_size_v<Params> == 0,
+                "dimsum: the fused attention on bf16 vars takes no learned parts (they are recorded unfused)");
   using Out = tensor_for_t<T, dims_of_t<E>>;
   constexpr std::size_t R = Out::rank;
   const E e = f(q.value(), k.value(), v.value());
   Out out = Out::from_extents(e.extents());
   // each row's log-sum-exp as hi + lo (kernels::attention_args::lse_low):
   // rows masked with a large finite fill keep their log(l)
-  auto lse = std::make_shared<std::vector<T>>();
-  auto check_leaves = [&](const kernels::attention_args<T>& a) {
+  auto lse = std::make_shared<std::vector<A>>();
+  auto check_leaves = [&](const Args& a) {
     if (a.q != q.value().data() || a.k != k.value().data() || a.v != v.value().data())
       throw tape_error("grad::fused_attention: f must use q, k and v themselves as the einsums' operands");
   };
   dimsum::detail::fused::with_args(e, strided<T, R>{out.data(), out.extents(), out.strides()},
-                                   [&](const kernels::attention_args<T>& a) {
+                                   [&](const Args& a) {
                                      check_leaves(a);
                                      // the forward saves each row's log-sum-exp as it goes
                                      const std::size_t rows = a.batch_size() * a.nq;
-                                     lse->assign(2 * rows, T(0));
-                                     std::fill_n(lse->data(), rows, -std::numeric_limits<T>::infinity());
-                                     kernels::attention_args<T> with_lse = a;
+                                     lse->assign(2 * rows, A(0));
+                                     std::fill_n(lse->data(), rows, -std::numeric_limits<A>::infinity());
+                                     Args with_lse = a;
                                      with_lse.lse = lse->data();
                                      with_lse.lse_low = lse->data() + rows;
                                      kernels::attention(with_lse);
@@ -190,21 +196,21 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params
         const E e2 = f(q.value(), k.value(), v.value());
         dimsum::detail::fused::with_args(
             e2, strided<T, R>{const_cast<T*>(o.data()), o.extents(), o.strides()},
-            [&](const kernels::attention_args<T>& a) {
+            [&](const Args& a) {
               auto dq = Q::tensor_type::from_extents(q.value().extents());
               auto dk = K::tensor_type::from_extents(k.value().extents());
               auto dv = V::tensor_type::from_extents(v.value().extents());
-              kernels::attention_grad_args<T> ga{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data(),
-                                                 lse->data() + a.batch_size() * a.nq};
+              kernels::attention_grad_args<A, T> ga{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data(),
+                                                    lse->data() + a.batch_size() * a.nq};
               // the learned parts' sums per batch index, for those a param needs
               const std::size_t nb = a.batch_size();
-              std::vector<T> sums;
+              std::vector<A> sums;
               std::size_t n_sums = 0;
               for (std::size_t s = 0; s < a.n_stages; ++s) n_sums += learns(params, a.stages[s].factor) ? nb : 0;
               n_sums += learns(params, a.bias.slope) ? nb : 0;
               n_sums += learns(params, a.sink) ? nb : 0;
               sums.resize(n_sums);
-              T* next = sums.data();
+              A* next = sums.data();
               for (std::size_t s = 0; s < a.n_stages; ++s)
                 if (learns(params, a.stages[s].factor)) ga.dfactor[s] = std::exchange(next, next + nb);
               if (learns(params, a.bias.slope)) ga.dslope = std::exchange(next, next + nb);
@@ -213,11 +219,11 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params
               // index scatters its rows' bias gradients into its own copy
               // of the table's gradient (one thread per batch index, so no
               // races), summed afterwards
-              table_gradient<T> dtable{&a, {}};
+              table_gradient<A, T> dtable{&a, {}};
               if (learns(params, a.bias.learned)) {
                 if (!a.bias.scatter) throw tape_error("grad::fused_attention: a learned bias table without a scatter");
                 dtable.per_batch.assign(nb * a.bias.learned_size, 0.0);
-                ga.dbias = &table_gradient<T>::add;
+                ga.dbias = &table_gradient<A, T>::add;
                 ga.dbias_ctx = &dtable;
               }
               kernels::attention_backward(ga);

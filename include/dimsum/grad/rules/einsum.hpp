@@ -215,13 +215,13 @@ struct named_einsum {
 };
 
 /// Whether two vars make the score einsum of a possible attention chain:
-/// both recorded (not lazy), of one value type, float or double.
+/// both recorded (not lazy), of one value type, float, double or bf16.
 template <class A, class B>
 inline constexpr bool score_operands = [] {
   if constexpr (recorded_var<A> && recorded_var<B>) {
     using T = typename std::remove_cvref_t<A>::value_type;
     return std::is_same_v<T, typename std::remove_cvref_t<B>::value_type> &&
-           (std::is_same_v<T, float> || std::is_same_v<T, double>);
+           (std::is_same_v<T, float> || std::is_same_v<T, double> || is_bf16_v<T>);
   } else {
     return false;
   }
@@ -235,6 +235,14 @@ auto learned_leaves(const Leaves& leaves) {
     return std::make_tuple(std::get<I + 2>(leaves)...);
   }(std::make_index_sequence<std::tuple_size_v<Leaves> - 2>{});
 }
+
+/// Whether the lazy chain P is of bf16 vars and has learned parts (a
+/// factor, slope, sink or table var): the fused kernel's learned sums are
+/// float and per batch index, which a bf16 var's gradient does not take
+/// yet, so such a chain is recorded unfused.
+template <class P>
+inline constexpr bool learned_bf16_chain =
+    is_bf16_v<value_type_of_t<P>> && (std::tuple_size_v<std::remove_cvref_t<decltype(std::declval<const P&>().leaves())>> > 2);
 
 /// The fused attention node of the pattern `full` (an outer einsum whose
 /// softmax operand is the lazy chain p, the other operand the var v): one
@@ -288,7 +296,7 @@ auto einsum_pair(A&& a, B&& b) {
     }();
     if constexpr (is_invalid_v<decltype(full)>)
       return invalid_expression{};
-    else if constexpr (uses_fused_attention_v<decltype(full)>)
+    else if constexpr (uses_fused_attention_v<decltype(full)> && !learned_bf16_chain<std::remove_cvref_t<decltype(chain_of(a, b))>>)
       return record_fused_attention(chain_of(a, b), var_of(a, b), std::move(full));
     else
       return Form::recorded(std::forward<A>(a), std::forward<B>(b));

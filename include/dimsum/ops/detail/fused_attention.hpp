@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include <dimsum/kernels/attention.hpp>
+#include <dimsum/kernels/attention_bf16.hpp>
 #include <dimsum/plan/fusion_patterns.hpp>
 #include <dimsum/tensor/tensor.hpp>
 
@@ -149,22 +150,34 @@ constexpr bool affine_over_root = [] {
     return false;
 }();
 
+/// x materialised with value type T: itself when it has it, else a copy
+/// converted to T (a bf16 factor, slope or sink for the float arithmetic
+/// of a bf16 attention).
+template <class T, class X>
+decltype(auto) materialize_as(const X& x) {
+  if constexpr (std::is_same_v<value_type_of_t<X>, T>)
+    return materialize(x);
+  else
+    return tensor_for_t<T, dims_of_t<X>>(cast<T>(materialize(x)));
+}
+
 /// Appends the stages of the chain around the score einsum to `args`
 /// (innermost first), then calls f with what they read alive. A mask that
 /// is a tensor in memory is read in place; any other boolean expression
 /// becomes a mask source (`mask_rows`) that the kernels evaluate a block at
 /// a time, so the mask costs no memory of the scores' size.
-template <class E, class T, class Root, class Labels, class F>
-void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& labels, F&& f) {
+template <class E, class T, class Root, class Labels, class F, class Stored>
+void with_stages(const E& e, kernels::attention_args<T, Stored>& args, const Labels& labels, F&& f) {
   using C = chain<bare<E>>;
-  auto push = [&](kernels::score_op op, T value) -> kernels::score_stage<T>& {
+  // values in the arithmetic's type T (float for bf16 operands)
+  auto push = [&](kernels::score_op op, auto value) -> kernels::score_stage<T>& {
     kernels::score_stage<T>& st = args.stages[args.n_stages++];
     st.op = op;
-    st.value = value;
+    st.value = static_cast<T>(value);
     return st;
   };
   // mask: a boolean tensor in memory, alive while the kernel runs.
-  auto push_mask = [&](const auto& mask, T value) {
+  auto push_mask = [&](const auto& mask, auto value) {
     using ML = dims_of_t<decltype(mask)>;
     kernels::score_stage<T>& st = push(kernels::score_op::mask, value);
     st.mask = mask.data();
@@ -176,7 +189,7 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
   // mask (negated when Negate): read in place when it is a tensor in
   // memory, else a mask source over its evaluator, alive while g runs (an
   // expression whose evaluator cannot be copied is materialised).
-  auto with_mask = [&]<bool Negate>(std::bool_constant<Negate>, const auto& mask, T value, auto&& g) {
+  auto with_mask = [&]<bool Negate>(std::bool_constant<Negate>, const auto& mask, auto value, auto&& g) {
     using Ev = decltype(mask.template evaluator<Root>());
     if constexpr (!Negate && requires { mask.data(); mask.strides(); }) {
       push_mask(materialize(mask), value);
@@ -241,7 +254,7 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
     // a factor per batch index: materialised, read at the batch index's offset
     inner([&] {
       const auto& factor = std::get<1 - inner_operand<C::k>>(e.operands());
-      decltype(auto) m = materialize(factor);
+      decltype(auto) m = materialize_as<T>(factor);
       kernels::score_stage<T>& st = push(kernels::score_op::multiply, T(1));
       st.factor = m.data();
       const auto s = strides_along<dims_of_t<decltype(factor)>>(m, labels.all);
@@ -269,12 +282,13 @@ void with_stages(const E& e, kernels::attention_args<T>& args, const Labels& lab
   } else {
     static_assert(C::k == kind::bias_left || C::k == kind::bias_right);
     using B = bare<decltype(std::get<1 - inner_operand<C::k>>(e.operands()))>;
-    if constexpr (affine_over_root<B, T, Root>) {
+    using V = value_type_of_t<bare<E>>;  // the operands' (T is the arithmetic's)
+    if constexpr (affine_over_root<B, V, Root>) {
       // slope * (j - (i + offset)): the kernel computes it (affine form)
-      using A = plan::fusion::affine_bias<B, T>;
+      using A = plan::fusion::affine_bias<B, V>;
       inner([&] {
         const auto& parts = std::get<1 - inner_operand<C::k>>(e.operands()).operands();
-        decltype(auto) slope = materialize(std::get<1 - A::distance_operand>(parts));
+        decltype(auto) slope = materialize_as<T>(std::get<1 - A::distance_operand>(parts));
         const auto s = strides_along<dims_of_t<typename A::slope>>(slope, labels.all);
         args.bias.slope = slope.data();
         for (std::size_t i = 0; i < labels.batch_rank; ++i) args.bias.slope_batch[i] = s[i];
@@ -319,7 +333,8 @@ struct score_labels {
 
 /// Gathers the kernel's arguments for the outer einsum e with output dst
 /// (in e's dims) and calls call(args) while the materialised operands and
-/// masks are alive. The forward (`run`) and the fused backward
+/// masks are alive: `kernels::attention_args<T>`, or for bf16 operands
+/// `attention_args<float, bf16>` (float stage values and statistics). The forward (`run`) and the fused backward
 /// (grad/rules/attention.hpp) share it, so both read the same strides.
 template <class E, class T, std::size_t R, class F>
 void with_args(const E& e, const strided<T, R>& dst, F&& call) {
@@ -344,7 +359,8 @@ void with_args(const E& e, const strided<T, R>& dst, F&& call) {
   const auto mk = materialize(k_op);
   const auto mv = materialize(v);
 
-  kernels::attention_args<T> args;
+  using A = accumulator_t<T>;
+  kernels::attention_args<A, T> args;
   args.q = mq.data();
   args.k = mk.data();
   args.v = mv.data();
@@ -398,10 +414,10 @@ void with_args(const E& e, const strided<T, R>& dst, F&& call) {
     return p;
   }();
   using Root = select_t<S, order>;
-  auto finish = [&] { with_stages<bare<decltype(scores)>, T, Root>(scores, args, labels, [&] { call(args); }); };
+  auto finish = [&] { with_stages<bare<decltype(scores)>, A, Root>(scores, args, labels, [&] { call(args); }); };
   if constexpr (plan::fusion::softmax_parts<bare<decltype(p)>>::has_sinks) {
     // the sink logits, one per batch index, alive while the kernel runs
-    decltype(auto) sinks = materialize(p.sinks());
+    decltype(auto) sinks = materialize_as<A>(p.sinks());
     const auto s = strides_along<dims_of_t<decltype(p.sinks())>>(sinks, labels.all);
     args.sink = sinks.data();
     for (std::size_t i = 0; i < nb; ++i) args.sink_batch[i] = s[i];
@@ -414,7 +430,7 @@ void with_args(const E& e, const strided<T, R>& dst, F&& call) {
 /// Runs the fused kernel for the outer einsum e into dst (in e's dims).
 template <class E, class T, std::size_t R>
 void run(const E& e, const strided<T, R>& dst) {
-  with_args(e, dst, [](const kernels::attention_args<T>& args) { kernels::attention(args); });
+  with_args(e, dst, [](const auto& args) { kernels::attention(args); });
 }
 
 }  // namespace dimsum::detail::fused
