@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "inputs.hpp"
+#include "mpi_peer.hpp"
 
 namespace dist = dimsum::dist;
 using dimsum::einsum;
@@ -100,47 +101,22 @@ int run(const bench::peer_args& args) {
   };
 
   // Peak memory of one call (the largest rank's), and the bytes it sent.
-  dist::reset_traffic();
-  const double mib = bench::peak_extra_mib(forward);
-  const dist::traffic sent = dist::traffic_counter();
-  double worst_mib = 0;
-  MPI_Reduce(&mib, &worst_mib, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-
-  using clock = std::chrono::steady_clock;
-  std::vector<double> times;
-  for (int r = 0; r < args.reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = clock::now();
-    forward();
-    MPI_Barrier(MPI_COMM_WORLD);
-    times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-  }
+  const bench::mpi_call_cost cost = bench::measure_mpi_call(forward);
+  const double median = bench::median_ms_between_barriers(forward, args.reps);
   // the output's blocks, gathered on rank 0 for --out (not timed)
   std::vector<float> all(me == 0 ? s.b * s.p * s.m : 0);
   MPI_Gather(out.data(), static_cast<int>(out.size()), MPI_FLOAT, all.data(), static_cast<int>(out.size()), MPI_FLOAT,
              0, MPI_COMM_WORLD);
   if (me != 0) return 0;
-  std::sort(times.begin(), times.end());
-  std::printf("peak_extra_mib=%.1f\nmedian_ms=%.4f\nring_bytes=%llu\npayload_bytes=%llu\ncollectives=%llu\n", worst_mib,
-              times[times.size() / 2], static_cast<unsigned long long>(sent.ring_bytes),
-              static_cast<unsigned long long>(sent.payload_bytes), static_cast<unsigned long long>(sent.calls));
+  bench::print_mpi_result(cost, median);
   if (args.out_path.empty()) return 0;
   std::vector<float> full(s.b * s.p * s.m);  // [rank][batch][blk][m] -> [batch][p][m]
   for (int r = 0; r < ranks; ++r)
     for (std::size_t b = 0; b < s.b; ++b)
       std::copy_n(all.data() + (static_cast<std::size_t>(r) * s.b + b) * blk * s.m, blk * s.m,
                   full.data() + (b * s.p + static_cast<std::size_t>(r) * blk) * s.m);
-  std::FILE* f = std::fopen(args.out_path.c_str(), "wb");
-  if (!f) return 1;
-  const bool written = std::fwrite(full.data(), sizeof(float), full.size(), f) == full.size();
-  return std::fclose(f) == 0 && written ? 0 : 1;
+  return bench::write_floats(args.out_path, full.data(), full.size());
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  const bench::peer_args args = bench::parse_args(argc, argv);
-  const int rc = args.ok ? dist::abort_on_error(MPI_COMM_WORLD, [&] { return run(args); }) : 2;
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char** argv) { return bench::mpi_peer_main(argc, argv, run); }

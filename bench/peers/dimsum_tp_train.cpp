@@ -30,6 +30,7 @@
 #include <dimsum/training.hpp>
 
 #include "inputs.hpp"
+#include "mpi_peer.hpp"
 
 namespace dist = dimsum::dist;
 namespace grad = dimsum::grad;
@@ -141,38 +142,13 @@ int run(const bench::peer_args& args) {
   step();  // AdamW's state allocated, the gradients kept
   const std::vector<float> first = grads;
   malloc_trim(0);
-  dist::reset_traffic();
-  const double mib = bench::peak_extra_mib(step);
-  const dist::traffic sent = dist::traffic_counter();
-  double worst_mib = 0;
-  MPI_Reduce(&mib, &worst_mib, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  using clock = std::chrono::steady_clock;
-  std::vector<double> times;
-  for (int r = 0; r < args.reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = clock::now();
-    step();
-    MPI_Barrier(MPI_COMM_WORLD);
-    times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-  }
+  const bench::mpi_call_cost cost = bench::measure_mpi_call(step);
+  const double median = bench::median_ms_between_barriers(step, args.reps);
   if (me != 0) return 0;
-  std::sort(times.begin(), times.end());
   std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
-  std::printf("peak_extra_mib=%.1f\nmedian_ms=%.4f\nring_bytes=%llu\npayload_bytes=%llu\ncollectives=%llu\n", worst_mib,
-              times[times.size() / 2], static_cast<unsigned long long>(sent.ring_bytes),
-              static_cast<unsigned long long>(sent.payload_bytes), static_cast<unsigned long long>(sent.calls));
-  if (args.out_path.empty()) return 0;
-  std::FILE* f = std::fopen(args.out_path.c_str(), "wb");
-  if (!f) return 1;
-  const bool written = std::fwrite(first.data(), sizeof(float), first.size(), f) == first.size();
-  return std::fclose(f) == 0 && written ? 0 : 1;
+  bench::print_mpi_result(cost, median);
+  return bench::write_floats(args.out_path, first.data(), first.size());
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  const bench::peer_args args = bench::parse_args(argc, argv);
-  const int rc = args.ok ? dist::abort_on_error(MPI_COMM_WORLD, [&] { return run(args); }) : 2;
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char** argv) { return bench::mpi_peer_main(argc, argv, run); }
