@@ -29,6 +29,7 @@
 #include <dimsum/training.hpp>
 
 #include "inputs.hpp"
+#include "seed000_layer.hpp"
 #include "mpi_peer.hpp"
 
 namespace dist = dimsum::dist;
@@ -39,29 +40,9 @@ using dimsum::rename;
 using dimsum::tensor;
 
 DIMSUM_MESH_AXIS(seq);
-DIMSUM_DIM(batch);
-DIMSUM_DIM(posn);
-DIMSUM_DIM(q_posn);
-DIMSUM_DIM(k_posn);
-DIMSUM_DIM(d_model);
-DIMSUM_DIM(nheads);
-DIMSUM_DIM(d_head);
 
 namespace {
-struct layer {
-  BOOST_HANA_DEFINE_STRUCT(layer, (parameter<float, nheads, d_model, d_head>, W_Q),
-                           (parameter<float, nheads, d_model, d_head>, W_K),
-                           (parameter<float, nheads, d_model, d_head>, W_V),
-                           (parameter<float, nheads, d_head, d_model>, W_O), (parameter<float, nheads, d_head>, b_Q),
-                           (parameter<float, nheads, d_head>, b_K), (parameter<float, nheads, d_head>, b_V),
-                           (parameter<float, d_model>, b_O));
-};
 
-template <class T>
-T filled(const std::vector<float>& v, T t) {
-  std::copy(v.begin(), v.end(), t.data());
-  return t;
-}
 
 /// This rank's block of positions of a (b, p, m) input.
 tensor<float, batch, posn, d_model> positions_block(const std::vector<float>& all, const bench::attention_shape& s,
@@ -84,20 +65,9 @@ int run(const bench::peer_args& args) {
   }
   const std::size_t blk = s.p / static_cast<std::size_t>(ranks);
   bench::attention_inputs in(s);
-  const d_model M{s.m};
-  const nheads H{s.h};
-  const d_head D{s.d};
   const auto x = positions_block(in.x, s, blk, me);
   const auto R = positions_block(bench::make_input(s.b * s.p * s.m, 9, 1.0), s, blk, me);
-  layer w{};
-  w.W_Q.value = filled(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D));
-  w.W_K.value = filled(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D));
-  w.W_V.value = filled(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D));
-  w.W_O.value = filled(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M));
-  w.b_Q.value = filled(in.b_Q, tensor<float, nheads, d_head>(H, D));
-  w.b_K.value = filled(in.b_K, tensor<float, nheads, d_head>(H, D));
-  w.b_V.value = filled(in.b_V, tensor<float, nheads, d_head>(H, D));
-  w.b_O.value = filled(in.b_O, tensor<float, d_model>(M));
+  bench::seed000_layer w = bench::full_layer(in, s);
   const double scale = 1.0 / std::sqrt(double(s.d));
   dimsum::optim::adamw opt;
   std::vector<float> packed, grads;

@@ -30,6 +30,7 @@
 #include <dimsum/training.hpp>
 
 #include "inputs.hpp"
+#include "seed000_layer.hpp"
 #include "mpi_peer.hpp"
 
 namespace dist = dimsum::dist;
@@ -40,31 +41,11 @@ using dimsum::rename;
 using dimsum::tensor;
 
 DIMSUM_MESH_AXIS(model);
-DIMSUM_DIM(batch);
-DIMSUM_DIM(posn);
-DIMSUM_DIM(q_posn);
-DIMSUM_DIM(k_posn);
-DIMSUM_DIM(d_model);
-DIMSUM_DIM(nheads);
-DIMSUM_DIM(d_head);
 
 namespace {
 using by_head = dist::split<nheads, model>;
 
-struct layer {
-  BOOST_HANA_DEFINE_STRUCT(layer, (parameter<float, nheads, d_model, d_head>, W_Q),
-                           (parameter<float, nheads, d_model, d_head>, W_K),
-                           (parameter<float, nheads, d_model, d_head>, W_V),
-                           (parameter<float, nheads, d_head, d_model>, W_O), (parameter<float, nheads, d_head>, b_Q),
-                           (parameter<float, nheads, d_head>, b_K), (parameter<float, nheads, d_head>, b_V),
-                           (parameter<float, d_model>, b_O));
-};
 
-template <class T>
-T filled(const std::vector<float>& v, T t) {
-  std::copy(v.begin(), v.end(), t.data());
-  return t;
-}
 
 int run(const bench::peer_args& args) {
   const bench::attention_shape s = args.shape;
@@ -76,20 +57,17 @@ int run(const bench::peer_args& args) {
   const batch B{s.b};
   const posn P{s.p};
   const d_model M{s.m};
-  const nheads H{s.h};
-  const d_head D{s.d};
-  const auto x = filled(in.x, tensor<float, batch, posn, d_model>(B, P, M));
-  const auto R = filled(bench::make_input(s.b * s.p * s.m, 9, 1.0), tensor<float, batch, posn, d_model>(B, P, M));
+  const auto x = bench::filled(in.x, tensor<float, batch, posn, d_model>(B, P, M));
+  const auto R = bench::filled(bench::make_input(s.b * s.p * s.m, 9, 1.0), tensor<float, batch, posn, d_model>(B, P, M));
   auto block = [&](auto full) { return dist::shard<by_head>(m, std::move(full)).local(); };
-  layer w{};  // this rank's blocks (b_O whole)
-  w.W_Q.value = block(filled(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D)));
-  w.W_K.value = block(filled(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D)));
-  w.W_V.value = block(filled(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D)));
-  w.W_O.value = block(filled(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M)));
-  w.b_Q.value = block(filled(in.b_Q, tensor<float, nheads, d_head>(H, D)));
-  w.b_K.value = block(filled(in.b_K, tensor<float, nheads, d_head>(H, D)));
-  w.b_V.value = block(filled(in.b_V, tensor<float, nheads, d_head>(H, D)));
-  w.b_O.value = filled(in.b_O, tensor<float, d_model>(M));
+  bench::seed000_layer w = bench::full_layer(in, s);  // then this rank's blocks (b_O whole)
+  w.W_Q.value = block(w.W_Q.value);
+  w.W_K.value = block(w.W_K.value);
+  w.W_V.value = block(w.W_V.value);
+  w.W_O.value = block(w.W_O.value);
+  w.b_Q.value = block(w.b_Q.value);
+  w.b_K.value = block(w.b_K.value);
+  w.b_V.value = block(w.b_V.value);
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();
   dimsum::optim::adamw opt;

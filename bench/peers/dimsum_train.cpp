@@ -36,28 +36,14 @@
 #include <dimsum/training.hpp>
 
 #include "inputs.hpp"
+#include "seed000_layer.hpp"
 
 using dimsum::einsum;
 using dimsum::parameter;
 using dimsum::rename;
 using dimsum::tensor;
 
-DIMSUM_DIM(batch);
-DIMSUM_DIM(posn);
-DIMSUM_DIM(q_posn);
-DIMSUM_DIM(k_posn);
-DIMSUM_DIM(d_model);
-DIMSUM_DIM(nheads);
-DIMSUM_DIM(d_head);
 
-struct layer {
-  BOOST_HANA_DEFINE_STRUCT(layer, (parameter<float, nheads, d_model, d_head>, W_Q),
-                           (parameter<float, nheads, d_model, d_head>, W_K),
-                           (parameter<float, nheads, d_model, d_head>, W_V),
-                           (parameter<float, nheads, d_head, d_model>, W_O), (parameter<float, nheads, d_head>, b_Q),
-                           (parameter<float, nheads, d_head>, b_K), (parameter<float, nheads, d_head>, b_V),
-                           (parameter<float, d_model>, b_O));
-};
 
 namespace heap {
 std::atomic<std::size_t> live{0}, high{0};
@@ -100,11 +86,6 @@ void operator delete[](void* p, std::align_val_t) noexcept { heap::release(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { heap::release(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { heap::release(p); }
 
-template <class T>
-T from(const std::vector<float>& v, T t) {
-  std::copy(v.begin(), v.end(), t.data());
-  return t;
-}
 
 int main(int argc, char** argv) {
   const bool mixed = argc > 1 && std::strcmp(argv[1], "bf16") == 0;
@@ -120,19 +101,9 @@ int main(int argc, char** argv) {
   const batch B{s.b};
   const posn P{s.p};
   const d_model M{s.m};
-  const nheads H{s.h};
-  const d_head D{s.d};
-  const auto x = from(in.x, tensor<float, batch, posn, d_model>(B, P, M));
-  const auto R = from(bench::make_input(s.b * s.p * s.m, 9, 1.0), tensor<float, batch, posn, d_model>(B, P, M));
-  layer w{};
-  w.W_Q.value = from(in.W_Q, tensor<float, nheads, d_model, d_head>(H, M, D));
-  w.W_K.value = from(in.W_K, tensor<float, nheads, d_model, d_head>(H, M, D));
-  w.W_V.value = from(in.W_V, tensor<float, nheads, d_model, d_head>(H, M, D));
-  w.W_O.value = from(in.W_O, tensor<float, nheads, d_head, d_model>(H, D, M));
-  w.b_Q.value = from(in.b_Q, tensor<float, nheads, d_head>(H, D));
-  w.b_K.value = from(in.b_K, tensor<float, nheads, d_head>(H, D));
-  w.b_V.value = from(in.b_V, tensor<float, nheads, d_head>(H, D));
-  w.b_O.value = from(in.b_O, tensor<float, d_model>(M));
+  const auto x = bench::filled(in.x, tensor<float, batch, posn, d_model>(B, P, M));
+  const auto R = bench::filled(bench::make_input(s.b * s.p * s.m, 9, 1.0), tensor<float, batch, posn, d_model>(B, P, M));
+  bench::seed000_layer w = bench::full_layer(in, s);
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();
   dimsum::optim::adamw opt;
