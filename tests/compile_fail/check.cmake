@@ -4,9 +4,13 @@
 #      `// EXPECT: <regex>` line of the file (and, for the compiler in use,
 #      every `// EXPECT-GCC:` or `// EXPECT-CLANG:` line);
 #   3. the output must hold exactly one `error:` line (one mistake, one error).
-# Inputs: -DCOMPILER= -DSOURCE= -DINCLUDE= -DKIND=GCC|CLANG [-DREPORT=file] [-DCHECK_OK=OFF]
+# Inputs: -DCOMPILER= -DSOURCE= -DINCLUDE= -DKIND=GCC|CLANG [-DREPORT=file] [-DCHECK_OK=OFF] [-DLARGE_HEAP=ON]
 #         [-DPCH=precompiled header -DPCH_HEADER=the header it was built from]
 separate_arguments(flags UNIX_COMMAND "-std=c++20 -fsyntax-only -Wall -Wextra -Werror -I${INCLUDE}")
+# g++ collecting garbage only above 1 GiB (CMakeLists.txt: DIMSUM_GCC_LARGE_HEAP).
+if(KIND STREQUAL "GCC" AND LARGE_HEAP)
+  list(APPEND flags --param=ggc-min-expand=100 --param=ggc-min-heapsize=1048576)
+endif()
 
 # The precompiled pch.hpp (CMakeLists.txt), when it was built: g++ finds the
 # .gch beside PCH_HEADER (-Winvalid-pch makes a stale one an error rather

@@ -6,7 +6,6 @@
 // test. Also: a save that fails on one rank leaves the old checkpoint
 // intact and throws on every rank; load errors (missing tensor, dtype,
 // dims, uneven split, a missing rank file) throw on every rank.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -36,7 +35,6 @@ DIMSUM_DIM(posn);
 DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_model);
 DIMSUM_DIM(d_head, 3);
-
 
 // The tensors' values, by global index (distinct, exact in float).
 float w_value(std::size_t h, std::size_t m, std::size_t k) { return float(100 * h + 10 * m + k) + 0.25f; }
@@ -305,4 +303,3 @@ TEST_CASE("a rank file with damaged data fails its checksum on every rank, with 
   remove_dir(dir);
 }
 
-#include "mpi_catch_main.hpp"

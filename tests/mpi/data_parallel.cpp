@@ -5,7 +5,6 @@
 // whole batch in one process; after the steps the losses and every
 // parameter must agree (float32: the per-rank means are summed in another
 // order than the whole batch's mean).
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -33,7 +32,6 @@ using char_lm::posn;
 namespace {
 DIMSUM_MESH_AXIS(data);
 DIMSUM_DIM(feat);
-
 
 char_lm::config small_config(std::size_t layers = 1) {
   char_lm::config c;
@@ -525,4 +523,3 @@ TEST_CASE("gradient_reducer: a parameter watched twice, one unused, one not requ
   }
 }
 
-#include "mpi_catch_main.hpp"

@@ -4,12 +4,9 @@
 // process on the averaged gradients (each rank's gradient here is a plain
 // function of its rank, so the average is known: the single-process run on
 // that average, checked against a hand-written AdamW step).
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
-
-#include "mpi_catch_main.hpp"
 
 #include <cmath>
 #include <string>

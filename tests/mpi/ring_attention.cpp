@@ -10,7 +10,6 @@
 // different lengths are refused with shape_error on every rank; a rank that
 // never enters a ring shift ends the others' wait with dist_error at the
 // deadline.
-#define CATCH_CONFIG_RUNNER
 #include <mpi.h>
 
 #include <algorithm>
@@ -424,4 +423,3 @@ TEST_CASE("ring_shift and ring_attention: a rank that never enters ends the othe
   dist::set_deadline(old);
 }
 
-#include "mpi_catch_main.hpp"

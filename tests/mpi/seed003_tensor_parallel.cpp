@@ -4,7 +4,6 @@
 // the output projection. Checked against the seed's PyTorch output
 // (tests/reference/fixtures/seed003/mha_cross_padmask, 6 heads: 1, 2, 3 or
 // 6 ranks; other rank counts check that the heads do not split).
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -98,4 +97,3 @@ TEST_CASE("seed 003 cross-attention with a padding mask, heads split over ranks,
   CHECK(worst_w < 1e-6);
 }
 
-#include "mpi_catch_main.hpp"

@@ -5,7 +5,6 @@
 // single-process dimsum layer (8 heads: 1, 2, 4 or 8 ranks). Also the
 // collectives on their own against plain loops, and from_local's extent
 // check across ranks.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -33,7 +32,6 @@ DIMSUM_MESH_AXIS(model);
 DIMSUM_DIM(d_model);
 DIMSUM_DIM(nheads);
 DIMSUM_DIM(d_head);
-
 
 using weights = seed000::attention_weights<d_model, nheads, d_head>;
 using split_heads = dist::split<nheads, model>;
@@ -216,4 +214,3 @@ TEST_CASE("extents that differ between ranks throw on every rank", "[mpi][errors
   }
 }
 
-#include "mpi_catch_main.hpp"

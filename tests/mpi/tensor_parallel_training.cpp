@@ -10,7 +10,6 @@
 // ranks; SGD and AdamW steps of the split model against the single-process
 // steps; the adjoints of shard, all_gather and reduce_scatter against
 // plain loops.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -437,4 +436,3 @@ TEST_CASE("sequence_gather: all_gather forward, reduce_scatter of the gradient's
   }
 }
 
-#include "mpi_catch_main.hpp"

@@ -19,7 +19,6 @@
 // data ranks), resumes on the same mesh bit for bit and on one data rank
 // per model coordinate within the tolerance; saving or loading it over the
 // 2-D mesh, whose model ranks hold different blocks, is refused.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -496,4 +495,3 @@ TEST_CASE("the ZeRO state of a tensor-parallel model, saved per model coordinate
   }
 }
 
-#include "mpi_catch_main.hpp"

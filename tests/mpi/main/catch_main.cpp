@@ -1,7 +1,8 @@
-// The main() of the mpirun tests: every rank runs the Catch2 session, and
-// the job fails if any rank failed (each rank's result reduced with MAX).
-// Include once per test file, after the test cases.
-#pragma once
+// The main() of the mpirun tests, compiled once (with Catch2's runner) and
+// linked into every tests/mpi/<name> executable: every rank runs the Catch2
+// session, and the job fails if any rank failed (each rank's result reduced
+// with MAX).
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
