@@ -565,6 +565,10 @@ TEST_CASE("fused attention, bf16: every score modification equals the float kern
   check("a user's map with its derivative", [&](const auto& q, const auto& k, const auto& v, auto&&...) {
     return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(dimsum::map(cubic, sc(q, k)), -inf)), v);
   });
+  check("soft-capping 5 tanh(s / 5), causal", [&](const auto& q, const auto& k, const auto& v, auto&&...) {
+    return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(5.0f * dimsum::tanh(sc(q, k) / 5.0f), -inf)),
+                  v);
+  });
   check("a temperature per head", [&](const auto& q, const auto& k, const auto& v, const auto& t, auto&&...) {
     return attend(dimsum::softmax<k_posn>(dimsum::causal_mask<q_posn, k_posn>(sc(q, k) * t, -inf)), v);
   });

@@ -63,6 +63,19 @@ struct elementwise_operands_share_no_dim_did_you_mean_rename {
                 "dimsum::rename<posn, q_posn>(mask)); if an outer product is meant, use dimsum::outer(a, b)");
 };
 
+namespace detail {
+/// A math function `f` of one element: of a bf16, computed in float32 and
+/// rounded to bf16 once, so that the result keeps the operand's value type
+/// (as PyTorch's functions of bfloat16 tensors); of any other type, `f(a)`.
+template <class A, class F>
+auto bf16_math(A a, F f) {
+  if constexpr (std::is_same_v<A, bf16>)
+    return bf16(f(static_cast<float>(a)));
+  else
+    return f(a);
+}
+}  // namespace detail
+
 namespace ops {
 // Functors name the operation: the planner recognises them (e.g. a scale
 // `* s` or `/ s` in front of a softmax) and errors quote `name`.
@@ -76,9 +89,10 @@ struct multiplies { static constexpr const char* name = "element-wise *"; templa
 struct divides { static constexpr const char* name = "element-wise /"; template <class A, class B> auto operator()(A a, B b) const { using R = ::dimsum::detail::arithmetic_t<A, B>; return ::dimsum::detail::wrapping_div<R>(a, b); } };
 struct negate { static constexpr const char* name = "unary -"; template <class A> A operator()(A a) const { return static_cast<A>(::dimsum::detail::wrapping_neg<::dimsum::detail::arithmetic_t<A, A>>(a)); } };
 // exp and sqrt of an integer are double (std::exp's type), as the other
-// math functions' (ops/math.hpp), not truncated back to the integer.
-struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> auto operator()(A a) const { return std::exp(a); } };
-struct sqrt { static constexpr const char* name = "sqrt"; template <class A> auto operator()(A a) const { return std::sqrt(a); } };
+// math functions' (ops/math.hpp), not truncated back to the integer; of a
+// bf16, bf16 (`bf16_math`).
+struct exp { static constexpr const char* name = "exp"; static constexpr auto vector_fn = kernels::math_fn::exp; template <class A> auto operator()(A a) const { return ::dimsum::detail::bf16_math(a, [](auto x) { return std::exp(x); }); } };
+struct sqrt { static constexpr const char* name = "sqrt"; template <class A> auto operator()(A a) const { return ::dimsum::detail::bf16_math(a, [](auto x) { return std::sqrt(x); }); } };
 struct less { static constexpr const char* name = "<"; template <class A, class B> bool operator()(A a, B b) const { return a < b; } };
 struct less_equal { static constexpr const char* name = "<="; template <class A, class B> bool operator()(A a, B b) const { return a <= b; } };
 struct greater { static constexpr const char* name = ">"; template <class A, class B> bool operator()(A a, B b) const { return a > b; } };

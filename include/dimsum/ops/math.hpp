@@ -38,7 +38,7 @@ struct vector_unary {
   static constexpr auto vector_fn = F;
   template <class A>
   auto operator()(A a) const {
-    return kernels::scalar_math<F>(a);
+    return ::dimsum::detail::bf16_math(a, [](auto x) { return kernels::scalar_math<F>(x); });
   }
 };
 struct log : vector_unary<kernels::math_fn::log> { static constexpr const char* name = "log"; };
@@ -49,10 +49,10 @@ struct gelu : vector_unary<kernels::math_fn::gelu> { static constexpr const char
 struct gelu_tanh : vector_unary<kernels::math_fn::gelu_tanh> { static constexpr const char* name = "gelu_tanh"; };
 struct silu : vector_unary<kernels::math_fn::silu> { static constexpr const char* name = "silu"; };
 
-struct log1p { static constexpr const char* name = "log1p"; template <class A> auto operator()(A a) const { return std::log1p(a); } };
-struct expm1 { static constexpr const char* name = "expm1"; template <class A> auto operator()(A a) const { return std::expm1(a); } };
-struct sin { static constexpr const char* name = "sin"; template <class A> auto operator()(A a) const { return std::sin(a); } };
-struct cos { static constexpr const char* name = "cos"; template <class A> auto operator()(A a) const { return std::cos(a); } };
+struct log1p { static constexpr const char* name = "log1p"; template <class A> auto operator()(A a) const { return ::dimsum::detail::bf16_math(a, [](auto x) { return std::log1p(x); }); } };
+struct expm1 { static constexpr const char* name = "expm1"; template <class A> auto operator()(A a) const { return ::dimsum::detail::bf16_math(a, [](auto x) { return std::expm1(x); }); } };
+struct sin { static constexpr const char* name = "sin"; template <class A> auto operator()(A a) const { return ::dimsum::detail::bf16_math(a, [](auto x) { return std::sin(x); }); } };
+struct cos { static constexpr const char* name = "cos"; template <class A> auto operator()(A a) const { return ::dimsum::detail::bf16_math(a, [](auto x) { return std::cos(x); }); } };
 // abs of the most negative integer is itself (two's complement wrap, as
 // torch.abs), not std::abs's undefined behaviour.
 struct abs {
@@ -61,26 +61,28 @@ struct abs {
   A operator()(A a) const {
     if constexpr (std::is_unsigned_v<A>) return a;
     else if constexpr (std::is_integral_v<A>) return a < A(0) ? static_cast<A>(::dimsum::detail::wrapping_neg<::dimsum::detail::arithmetic_t<A, A>>(a)) : a;
-    else return static_cast<A>(std::abs(a));
+    else return ::dimsum::detail::bf16_math(a, [](auto x) { return static_cast<decltype(x)>(std::abs(x)); });
   }
 };
 struct rsqrt {
   static constexpr const char* name = "rsqrt";
   template <class A>
   auto operator()(A a) const {
-    using R = decltype(std::sqrt(a));
-    return R(1) / std::sqrt(a);
+    return ::dimsum::detail::bf16_math(a, [](auto x) {
+      using R = decltype(std::sqrt(x));
+      return R(1) / std::sqrt(x);
+    });
   }
 };
 // (0 < a) - (a < 0): 0 for NaN and for -0, as torch.sign.
 struct sign { static constexpr const char* name = "sign"; template <class A> A operator()(A a) const { return static_cast<A>(int(A(0) < a) - int(a < A(0))); } };
-struct floor { static constexpr const char* name = "floor"; template <class A> A operator()(A a) const { if constexpr (std::is_integral_v<A>) return a; else return std::floor(a); } };
-struct ceil { static constexpr const char* name = "ceil"; template <class A> A operator()(A a) const { if constexpr (std::is_integral_v<A>) return a; else return std::ceil(a); } };
+struct floor { static constexpr const char* name = "floor"; template <class A> A operator()(A a) const { if constexpr (std::is_integral_v<A>) return a; else return ::dimsum::detail::bf16_math(a, [](auto x) { return std::floor(x); }); } };
+struct ceil { static constexpr const char* name = "ceil"; template <class A> A operator()(A a) const { if constexpr (std::is_integral_v<A>) return a; else return ::dimsum::detail::bf16_math(a, [](auto x) { return std::ceil(x); }); } };
 // nearbyint in the default rounding mode: half to even, as torch.round.
-struct round { static constexpr const char* name = "round"; template <class A> A operator()(A a) const { if constexpr (std::is_integral_v<A>) return a; else return std::nearbyint(a); } };
-struct isnan { static constexpr const char* name = "isnan"; template <class A> bool operator()(A a) const { if constexpr (std::is_integral_v<A>) return false; else return std::isnan(a); } };
-struct isinf { static constexpr const char* name = "isinf"; template <class A> bool operator()(A a) const { if constexpr (std::is_integral_v<A>) return false; else return std::isinf(a); } };
-struct isfinite { static constexpr const char* name = "isfinite"; template <class A> bool operator()(A a) const { if constexpr (std::is_integral_v<A>) return true; else return std::isfinite(a); } };
+struct round { static constexpr const char* name = "round"; template <class A> A operator()(A a) const { if constexpr (std::is_integral_v<A>) return a; else return ::dimsum::detail::bf16_math(a, [](auto x) { return std::nearbyint(x); }); } };
+struct isnan { static constexpr const char* name = "isnan"; template <class A> bool operator()(A a) const { if constexpr (std::is_integral_v<A>) return false; else return std::isnan(static_cast<std::conditional_t<std::is_same_v<A, bf16>, float, A>>(a)); } };
+struct isinf { static constexpr const char* name = "isinf"; template <class A> bool operator()(A a) const { if constexpr (std::is_integral_v<A>) return false; else return std::isinf(static_cast<std::conditional_t<std::is_same_v<A, bf16>, float, A>>(a)); } };
+struct isfinite { static constexpr const char* name = "isfinite"; template <class A> bool operator()(A a) const { if constexpr (std::is_integral_v<A>) return true; else return std::isfinite(static_cast<std::conditional_t<std::is_same_v<A, bf16>, float, A>>(a)); } };
 // a < 0 ? 0 : a keeps NaN and -0, as torch.relu.
 struct relu { static constexpr const char* name = "relu"; template <class A> A operator()(A a) const { return a < A(0) ? A(0) : a; } };
 
