@@ -83,6 +83,7 @@ TEST_CASE("math functions of bf16 tensors are bf16, within one bf16 rounding of 
   check_unary("log1p", pos, dimsum::log1p(pos), [](double a) { return std::log1p(a); });
   check_unary("sqrt", pos, dimsum::sqrt(pos), [](double a) { return std::sqrt(a); });
   check_unary("rsqrt", pos, dimsum::rsqrt(pos), [](double a) { return 1 / std::sqrt(a); });
+  check_unary("pow(x, 1.5)", pos, dimsum::pow(pos, 1.5f), [](double a) { return std::pow(a, 1.5); });
   // three operations, each rounded to bf16 (as PyTorch's eager bf16 ops)
   check_unary("soft-capping 5 tanh(x / 5)", x, 5.0f * dimsum::tanh(x / 5.0f),
               [](double a) { return 5 * std::tanh(a / 5); }, 3);

@@ -86,7 +86,16 @@ struct isfinite { static constexpr const char* name = "isfinite"; template <clas
 // a < 0 ? 0 : a keeps NaN and -0, as torch.relu.
 struct relu { static constexpr const char* name = "relu"; template <class A> A operator()(A a) const { return a < A(0) ? A(0) : a; } };
 
-struct pow { static constexpr const char* name = "pow"; template <class A, class B> auto operator()(A a, B b) const { return std::pow(a, b); } };
+struct pow {
+  static constexpr const char* name = "pow";
+  template <class A, class B>
+  auto operator()(A a, B b) const {
+    if constexpr (std::is_same_v<A, bf16> && std::is_same_v<B, bf16>)  // float32 inside, rounded once
+      return bf16(std::pow(static_cast<float>(a), static_cast<float>(b)));
+    else
+      return std::pow(a, b);
+  }
+};
 // NaN from either side wins; otherwise std::min / std::max (which return
 // the first operand when the two compare equal).
 template <bool Max>
