@@ -55,7 +55,8 @@ def lm_parameters(sizes, dtype=torch.float32):
     """The transformer's parameters in the dotted-name order of dimsum's
     nn::for_each_parameter, with the layouts of char_transformer_model.hpp
     (the MLP's nn::linear weights (out, in), as nn.Linear's); number k holds
-    make(n, 20 + k, 0.1), layer-norm weights (rank 1, ".weight") 1 plus that."""
+    make(n, 20 + k, 0.1) (an nn::linear weight: the transpose of the (in, out)
+    matrix filled so), layer-norm weights (rank 1, ".weight") 1 plus that."""
     b, p, m, h, layers, vocab, mlp = sizes
     d = m // h
     shapes = [("tok_embed", (vocab, m)), ("pos_embed", (p, m))]
@@ -72,8 +73,10 @@ def lm_parameters(sizes, dtype=torch.float32):
     params = {}
     for k, (name, shape) in enumerate(shapes):
         ln_weight = name.endswith(".weight") and len(shape) == 1
+        linear_weight = name.endswith(".weight") and len(shape) == 2  # (out, in): the (in, out) matrix transposed
         v = ta.make(int(np.prod(shape)), 20 + k, 0.1).astype(np.float64) + (1.0 if ln_weight else 0.0)
-        params[name] = torch.from_numpy(v.reshape(shape)).to(dtype)
+        v = v.reshape(shape[::-1]).T.copy() if linear_weight else v.reshape(shape)
+        params[name] = torch.from_numpy(v).to(dtype)
     return params
 
 
