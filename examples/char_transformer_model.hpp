@@ -2,10 +2,12 @@
 /// \file
 /// The decoder-only character transformer of examples/train_char_transformer.cpp:
 /// seed 001's token and position embeddings and causal attention head grown
-/// into N pre-norm blocks (causal multi-head attention and a GELU MLP, each
-/// with a residual), a final layer norm and an LM head. Every weight is a
+/// into N pre-norm blocks (`nn::pre_norm_block`: nn::layer_norm, the
+/// example's causal multi-head attention and nn::gelu_mlp, each with a
+/// residual), a final layer norm and an LM head. Every weight is a
 /// `dimsum::parameter` member of a Hana-adapted struct, so nn/module.hpp's
-/// reflection finds it by its dotted name ("blocks.0.attn.W_Q"), and the
+/// reflection finds it by its dotted name ("blocks.0.self_attn.W_Q",
+/// "blocks.0.mlp.c_fc.weight"), and the
 /// optimizer, gradient clipping and the .safetensors checkpoint need no
 /// hand-written list. This header has the model's types, its construction
 /// and initialisation, and the declarations of `forward` and `loss`; their
@@ -23,7 +25,9 @@
 #include <dimsum/grad/tape.hpp>
 #include <dimsum/nn/init.hpp>
 #include <dimsum/nn/layer_norm.hpp>
+#include <dimsum/nn/mlp.hpp>
 #include <dimsum/nn/module.hpp>
+#include <dimsum/nn/transformer_block.hpp>
 #include <dimsum/optim/seed.hpp>
 
 
@@ -56,35 +60,39 @@ struct config {
   std::size_t d_mlp = 256;
 };
 
-/// `nn.LayerNorm(d_model)`: its `weight` (ones) and `bias` (zeros) are
-/// reflected members of the module, named "ln1.weight", ... in a block.
-using layer_norm = dimsum::nn::layer_norm<float, d_model>;
-
-/// Causal multi-head self-attention; the projections have the heads as a
-/// dim of their own (no reshapes), the output projection a bias.
-struct attention_params {
-  BOOST_HANA_DEFINE_STRUCT(attention_params, (parameter<float, d_model, nheads, d_head>, W_Q),
+/// Causal multi-head self-attention, the example's own module: the
+/// projections have the heads as a dim of their own (no reshapes), the
+/// output projection a bias. Its var `operator()` (the attention written as
+/// plain contractions: char_transformer_forward.hpp) is what
+/// `nn::pre_norm_block` calls as its `self_attn`.
+struct causal_self_attention {
+  BOOST_HANA_DEFINE_STRUCT(causal_self_attention, (parameter<float, d_model, nheads, d_head>, W_Q),
                            (parameter<float, d_model, nheads, d_head>, W_K),
                            (parameter<float, d_model, nheads, d_head>, W_V),
                            (parameter<float, nheads, d_head, d_model>, W_O), (parameter<float, d_model>, b_O));
+
+  causal_self_attention() = default;
+  causal_self_attention(d_model dm, nheads h, d_head dh)
+      : W_Q(dm, h, dh), W_K(dm, h, dh), W_V(dm, h, dh), W_O(h, dh, dm), b_O(dm) {}
+
+  /// x (batch, posn, d_model), a float or bf16 var, attended causally:
+  /// the same dims and value type.
+  template <class X>
+  auto operator()(const X& x);
 };
 
-/// The MLP: d_model -> d_mlp, GELU, d_mlp -> d_model, with biases.
-struct mlp_params {
-  BOOST_HANA_DEFINE_STRUCT(mlp_params, (parameter<float, d_model, d_mlp>, W_in), (parameter<float, d_mlp>, b_in),
-                           (parameter<float, d_mlp, d_model>, W_out), (parameter<float, d_model>, b_out));
-};
-
-/// One pre-norm block: x + attn(ln1(x)), then x + mlp(ln2(x)).
-struct block_params {
-  BOOST_HANA_DEFINE_STRUCT(block_params, (layer_norm, ln1), (attention_params, attn), (layer_norm, ln2),
-                           (mlp_params, mlp));
-};
+/// `nn.LayerNorm(d_model)`, with its `weight` and `bias`.
+using layer_norm = dimsum::nn::layer_norm<float, d_model>;
+/// GPT-2's MLP: `c_proj(gelu(c_fc(x)))`, d_model -> d_mlp -> d_model.
+using mlp = dimsum::nn::gelu_mlp<float, d_model, d_mlp>;
+/// One pre-norm block: h = x + self_attn(input_layernorm(x)), then
+/// h + mlp(post_attention_layernorm(h)).
+using block = dimsum::nn::pre_norm_block<layer_norm, causal_self_attention, mlp>;
 
 /// The whole model.
 struct model {
   BOOST_HANA_DEFINE_STRUCT(model, (parameter<float, vocab, d_model>, tok_embed),
-                           (parameter<float, ctx, d_model>, pos_embed), (std::vector<block_params>, blocks),
+                           (parameter<float, ctx, d_model>, pos_embed), (std::vector<block>, blocks),
                            (layer_norm, ln_f), (parameter<float, d_model, vocab>, W_U),
                            (parameter<float, vocab>, b_U));
 };
@@ -93,25 +101,11 @@ struct model {
 /// parameter zero.
 inline model make_model(const config& c) {
   const d_model dm{c.d_model};
-  const nheads h{c.n_heads};
-  const d_head dh{c.d_model / c.n_heads};
   model m;
   m.tok_embed = parameter<float, vocab, d_model>(vocab{c.vocab}, dm);
   m.pos_embed = parameter<float, ctx, d_model>(ctx{c.context}, dm);
-  m.blocks.resize(c.n_layers);
-  for (auto& b : m.blocks) {
-    b.ln1 = layer_norm(dm);
-    b.ln2 = layer_norm(dm);
-    b.attn.W_Q = parameter<float, d_model, nheads, d_head>(dm, h, dh);
-    b.attn.W_K = parameter<float, d_model, nheads, d_head>(dm, h, dh);
-    b.attn.W_V = parameter<float, d_model, nheads, d_head>(dm, h, dh);
-    b.attn.W_O = parameter<float, nheads, d_head, d_model>(h, dh, dm);
-    b.attn.b_O = parameter<float, d_model>(dm);
-    b.mlp.W_in = parameter<float, d_model, d_mlp>(dm, d_mlp{c.d_mlp});
-    b.mlp.b_in = parameter<float, d_mlp>(d_mlp{c.d_mlp});
-    b.mlp.W_out = parameter<float, d_mlp, d_model>(d_mlp{c.d_mlp}, dm);
-    b.mlp.b_out = parameter<float, d_model>(dm);
-  }
+  m.blocks.assign(c.n_layers, block(layer_norm(dm), causal_self_attention(dm, nheads{c.n_heads}, d_head{c.d_model / c.n_heads}),
+                                    layer_norm(dm), mlp(dm, d_mlp{c.d_mlp})));
   m.ln_f = layer_norm(dm);
   m.W_U = parameter<float, d_model, vocab>(dm, vocab{c.vocab});
   m.b_U = parameter<float, vocab>(vocab{c.vocab});
@@ -121,7 +115,8 @@ inline model make_model(const config& c) {
 /// GPT-2's initialisation, deterministic from `seed` and each parameter's
 /// dotted name (optim::seed_parameters): weights N(0, 0.02), the two
 /// projections into the residual stream N(0, 0.02 / sqrt(2 n_layers)),
-/// biases 0, layer-norm weights 1 (nn/init.hpp's portable generator).
+/// biases 0, layer-norm weights (the rank-1 ".weight"s) 1 (nn/init.hpp's
+/// portable generator).
 inline void init_model(model& m, std::uint64_t seed) {
   namespace init = dimsum::nn::init;
   const double n_layers = double(std::max<std::size_t>(m.blocks.size(), 1));
@@ -129,12 +124,13 @@ inline void init_model(model& m, std::uint64_t seed) {
     auto ends_with = [&](std::string_view suffix) {
       return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    if (ends_with(".weight"))
+    constexpr std::size_t rank = dimsum::dims_of_t<std::remove_cvref_t<decltype(p.value)>>::size;
+    if (rank == 1 && ends_with(".weight"))
       init::ones(p);
-    else if (ends_with(".bias") || name.find(".b_") != std::string::npos || name == "b_U")
+    else if (rank == 1)
       init::zeros(p);
     else
-      init::normal(p, s, 0.0, ends_with("W_O") || ends_with("W_out") ? 0.02 / std::sqrt(2.0 * n_layers) : 0.02);
+      init::normal(p, s, 0.0, ends_with("W_O") || ends_with("c_proj.weight") ? 0.02 / std::sqrt(2.0 * n_layers) : 0.02);
   });
 }
 
@@ -149,9 +145,11 @@ var<float, batch, posn, vocab> forward(tape& t, model& m, const ids_t& ids);
 /// The mean cross entropy of the next-character predictions y of windows x.
 var<float> loss(tape& t, model& m, const ids_t& x, const ids_t& y);
 
-/// The same loss in mixed precision: the float32 parameters watched as bf16
-/// copies (their gradients float32), the forward and backward in bf16 with
-/// float32 sums, the logits cast to float32 for the cross entropy.
+/// The same loss in mixed precision: the embeddings looked up in float32
+/// and cast to bf16, every other float32 parameter watched as a bf16 copy
+/// by the module that holds it (its gradient float32), the forward and
+/// backward in bf16 with float32 sums, the logits cast to float32 for the
+/// cross entropy.
 var<float> loss_bf16(tape& t, model& m, const ids_t& x, const ids_t& y);
 
 }  // namespace char_lm

@@ -1,8 +1,9 @@
 // Trains a small decoder-only character transformer on English text: the
 // fortune cookies of Debian's `fortunes` package (/usr/share/games/fortunes).
 // Seed 001's model (a character vocabulary, token and position embeddings,
-// a causal attention head) grown into N pre-norm blocks of causal
-// multi-head attention and a GELU MLP, a final layer norm and an LM head
+// a causal attention head) grown into N pre-norm blocks
+// (nn::pre_norm_block: layer norms, causal multi-head attention and a GELU
+// MLP), a final layer norm and an LM head
 // (examples/char_transformer_model.hpp), trained with AdamW, a warmup +
 // cosine learning rate and gradient clipping (include/dimsum/optim/).
 //
@@ -21,9 +22,10 @@
 //   train_char_transformer --bf16               # mixed precision: float32 masters, bf16 forward and backward
 //
 // --bf16 trains in mixed precision (loss_bf16 in char_transformer_model.cpp:
-// every parameter watched as a bf16 copy of its float32 master, einsums on
-// the bf16 GEMM with float32 sums, the master gradients float32, AdamW and
-// the checkpoint unchanged); the held-out loss is evaluated in float32.
+// the embeddings cast to bf16, every other parameter watched as a bf16 copy
+// of its float32 master by the module that holds it, einsums on the bf16
+// GEMM with float32 sums, the master gradients float32, AdamW and the
+// checkpoint unchanged); the held-out loss is evaluated in float32.
 //
 // The checkpoint (OUT/char_transformer.safetensors, written at the end and
 // every --save-every N steps) holds the model, the step, the model's sizes

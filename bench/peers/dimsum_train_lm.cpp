@@ -7,7 +7,8 @@
 //   dimsum_train_lm BATCH POSN D_MODEL HEADS LAYERS VOCAB D_MLP [reps] [--out file.f32]
 //
 // Parameter number k in the model's dotted-name order (nn::for_each_parameter)
-// holds bench::input_value(i, 20 + k, 0.1), layer-norm weights 1 plus that;
+// holds bench::input_value(i, 20 + k, 0.1) (an nn::linear's weight: the
+// transpose of the (in, out) matrix filled so), layer-norm weights 1 plus that;
 // the ids and targets are (7 i + 3) mod VOCAB and (5 i + 1) mod VOCAB over
 // the flat (batch, posn) index. The loss is the mean cross entropy. Prints
 // peak_extra_mib and median_ms of one step; with --out, writes the first

@@ -3,12 +3,15 @@
 // (bench/peers/dimsum_train_lm.cpp, dimsum_dp_train.cpp; torch_train.py's
 // "lm" mode builds the same): sizes from the command line, parameter number
 // k in the model's dotted-name order holding bench::input_value(i, 20 + k,
-// 0.1), layer-norm weights 1 plus that; the ids and targets of flat
+// 0.1) (an nn::linear's weight (out, in): the transpose of the (in, out)
+// matrix filled so), layer-norm weights (the rank-1 ".weight"s) 1 plus that; the ids and targets of flat
 // (batch, posn) index i are (7 i + 3) mod VOCAB and (5 i + 1) mod VOCAB.
 // Include after examples/char_transformer_forward.hpp.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "inputs.hpp"
@@ -28,9 +31,14 @@ inline char_lm::model lm_model(const std::size_t (&s)[7]) {
   char_lm::model m = char_lm::make_model(c);
   int k = 0;
   dimsum::nn::for_each_parameter(m, [&](const std::string& name, auto& p) {
-    const bool ln_weight = name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    constexpr std::size_t rank = dimsum::dims_of_t<std::remove_cvref_t<decltype(p.value)>>::size;
+    const bool weight = name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    const bool ln_weight = rank == 1 && weight;
+    // an nn::linear weight (out, in) holds the transpose of the (in, out) matrix filled in order
+    const std::size_t n = p.value.size(), out = rank == 2 && weight ? p.value.extents()[0] : 1, in = n / std::max<std::size_t>(out, 1);
     float* v = p.value.data();
-    for (std::size_t i = 0; i < p.value.size(); ++i) v[i] = (ln_weight ? 1.0f : 0.0f) + input_value(i, 20 + k, 0.1);
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = (ln_weight ? 1.0f : 0.0f) + input_value(out == 1 ? i : (i % in) * out + i / in, 20 + k, 0.1);
     p.zero_grad();
     ++k;
   });

@@ -53,24 +53,30 @@ def gradients(sizes, impl="einsum", dtype=torch.float32):
 
 def lm_parameters(sizes, dtype=torch.float32):
     """The transformer's parameters in the dotted-name order of dimsum's
-    nn::for_each_parameter, with the layouts of char_transformer_model.hpp;
-    number k holds make(n, 20 + k, 0.1), layer-norm weights 1 plus that."""
+    nn::for_each_parameter, with the layouts of char_transformer_model.hpp
+    (the MLP's nn::linear weights (out, in), as nn.Linear's); number k holds
+    make(n, 20 + k, 0.1) (an nn::linear weight: the transpose of the (in, out)
+    matrix filled so), layer-norm weights (rank 1, ".weight") 1 plus that."""
     b, p, m, h, layers, vocab, mlp = sizes
     d = m // h
     shapes = [("tok_embed", (vocab, m)), ("pos_embed", (p, m))]
     for i in range(layers):
         pre = f"blocks.{i}."
-        shapes += [(pre + "ln1.weight", (m,)), (pre + "ln1.bias", (m,)),
-                   (pre + "attn.W_Q", (m, h, d)), (pre + "attn.W_K", (m, h, d)), (pre + "attn.W_V", (m, h, d)),
-                   (pre + "attn.W_O", (h, d, m)), (pre + "attn.b_O", (m,)),
-                   (pre + "ln2.weight", (m,)), (pre + "ln2.bias", (m,)),
-                   (pre + "mlp.W_in", (m, mlp)), (pre + "mlp.b_in", (mlp,)),
-                   (pre + "mlp.W_out", (mlp, m)), (pre + "mlp.b_out", (m,))]
+        shapes += [(pre + "input_layernorm.weight", (m,)), (pre + "input_layernorm.bias", (m,)),
+                   (pre + "self_attn.W_Q", (m, h, d)), (pre + "self_attn.W_K", (m, h, d)),
+                   (pre + "self_attn.W_V", (m, h, d)), (pre + "self_attn.W_O", (h, d, m)),
+                   (pre + "self_attn.b_O", (m,)),
+                   (pre + "post_attention_layernorm.weight", (m,)), (pre + "post_attention_layernorm.bias", (m,)),
+                   (pre + "mlp.c_fc.weight", (mlp, m)), (pre + "mlp.c_fc.bias", (mlp,)),
+                   (pre + "mlp.c_proj.weight", (m, mlp)), (pre + "mlp.c_proj.bias", (m,))]
     shapes += [("ln_f.weight", (m,)), ("ln_f.bias", (m,)), ("W_U", (m, vocab)), ("b_U", (vocab,))]
     params = {}
     for k, (name, shape) in enumerate(shapes):
-        v = ta.make(int(np.prod(shape)), 20 + k, 0.1).astype(np.float64) + (1.0 if name.endswith(".weight") else 0.0)
-        params[name] = torch.from_numpy(v.reshape(shape)).to(dtype)
+        ln_weight = name.endswith(".weight") and len(shape) == 1
+        linear_weight = name.endswith(".weight") and len(shape) == 2  # (out, in): the (in, out) matrix transposed
+        v = ta.make(int(np.prod(shape)), 20 + k, 0.1).astype(np.float64) + (1.0 if ln_weight else 0.0)
+        v = v.reshape(shape[::-1]).T.copy() if linear_weight else v.reshape(shape)
+        params[name] = torch.from_numpy(v).to(dtype)
     return params
 
 
@@ -90,15 +96,15 @@ def lm_loss(w, sizes, x, y):
     t = w["tok_embed"][x] + w["pos_embed"][torch.arange(p)]
     for i in range(layers):
         pre = f"blocks.{i}."
-        a = ln(t, pre + "ln1")
-        q, k, v = (torch.einsum("bpm,mhd->bphd", a, w[pre + "attn." + n]) for n in ("W_Q", "W_K", "W_V"))
+        a = ln(t, pre + "input_layernorm")
+        q, k, v = (torch.einsum("bpm,mhd->bphd", a, w[pre + "self_attn." + n]) for n in ("W_Q", "W_K", "W_V"))
         s = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(m // h)
         pat = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
         z = torch.einsum("bhqk,bkhd->bqhd", pat, v)
-        t = t + torch.einsum("bqhd,hdm->bqm", z, w[pre + "attn.W_O"]) + w[pre + "attn.b_O"]
-        a = ln(t, pre + "ln2")
-        hid = torch.nn.functional.gelu(a @ w[pre + "mlp.W_in"] + w[pre + "mlp.b_in"])
-        t = t + hid @ w[pre + "mlp.W_out"] + w[pre + "mlp.b_out"]
+        t = t + torch.einsum("bqhd,hdm->bqm", z, w[pre + "self_attn.W_O"]) + w[pre + "self_attn.b_O"]
+        a = ln(t, pre + "post_attention_layernorm")
+        hid = torch.nn.functional.gelu(torch.nn.functional.linear(a, w[pre + "mlp.c_fc.weight"], w[pre + "mlp.c_fc.bias"]))
+        t = t + torch.nn.functional.linear(hid, w[pre + "mlp.c_proj.weight"], w[pre + "mlp.c_proj.bias"])
     logits = ln(t, "ln_f") @ w["W_U"] + w["b_U"]
     return torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
 

@@ -202,8 +202,8 @@ TEST_CASE("a replicated model saved by save_module loads on the mesh and in one 
   const int n = world_size();
   dist::mesh<data> m(MPI_COMM_WORLD, data{n});
   auto trained = small_model();
-  for (std::size_t i = 0; i < trained.blocks[0].attn.W_Q.value.size(); ++i)
-    trained.blocks[0].attn.W_Q.value.data()[i] = float(i) * 0.5f;  // differs from a fresh model
+  for (std::size_t i = 0; i < trained.blocks[0].self_attn.W_Q.value.size(); ++i)
+    trained.blocks[0].self_attn.W_Q.value.data()[i] = float(i) * 0.5f;  // differs from a fresh model
   const std::string dir = shared_dir("module");
   dist::save_module(m, dir, trained);
   // Every rank loads it (collective) into a freshly initialised model ...
@@ -271,10 +271,10 @@ TEST_CASE("sharded_adamw's state saved at step 3 resumes to the uninterrupted ru
   // The checkpoint's index: per parameter its step and moments, with PyTorch's keys.
   if (world_rank() == 0) {
     const auto index = nlohmann::json::parse(std::ifstream(optim_dir + "/dimsum-checkpoint.json"));
-    const auto& w_in = index.at("tensors").at("blocks.0.mlp.W_in.exp_avg");
-    CHECK(w_in.at("shape") == nlohmann::json::array({16 * 32}));
-    CHECK(w_in.at("flattened").at("dims") == nlohmann::json::array({"d_model", "d_mlp"}));
-    CHECK(index.at("tensors").contains("blocks.0.mlp.W_in.step"));
+    const auto& w_in = index.at("tensors").at("blocks.0.mlp.c_fc.weight.exp_avg");
+    CHECK(w_in.at("shape") == nlohmann::json::array({32 * 16}));
+    CHECK(w_in.at("flattened").at("dims") == nlohmann::json::array({"d_mlp", "d_model"}));
+    CHECK(index.at("tensors").contains("blocks.0.mlp.c_fc.weight.step"));
     CHECK(index.at("tensors").contains("adamw.lr"));
   }
   const std::size_t count = dimsum::nn::parameter_count(run);
@@ -340,13 +340,13 @@ TEST_CASE("ranks that hold different modules get the same error from a checkpoin
     const std::string ranks = n == 2 ? "rank 0" : n == 4 ? "ranks 0, 1, 2" : "";
     const std::string e1 = message_of([&] { dist::load_optimizer_state(m, dir + "/optim", mixed, opt); });
     CHECK(e1 == "dimsum: dist: loading optimizer state from checkpoint '" + dir +
-                    "/optim': the ranks hold different modules: parameter 'blocks.0.mlp.W_in' is (d_model, d_mlp) "
-                    "with extents (16, 32) on " + ranks + " but (d_model, d_mlp) with extents (16, 48) on rank " +
+                    "/optim': the ranks hold different modules: parameter 'blocks.0.mlp.c_fc.weight' is "
+                    "(d_mlp, d_model) with extents (32, 16) on " + ranks + " but (d_mlp, d_model) with extents (48, 16) on rank " +
                     std::to_string(n - 1) + "; every rank must hold the same module");
     CHECK(same_on_every_rank(e1));
     const std::string e2 = message_of([&] { dist::load_module(m, dir + "/model", mixed); });
     CHECK(e2.find("loading a module from checkpoint '" + dir + "/model': the ranks hold different modules: parameter "
-                  "'blocks.0.mlp.W_in' is") != std::string::npos);
+                  "'blocks.0.mlp.c_fc.weight' is") != std::string::npos);
     CHECK(same_on_every_rank(e2));
     // The last rank has one layer more: parameter lists of other lengths.
     auto deeper = char_lm::make_model(small_config(world_rank() == n - 1 ? 2 : 1));

@@ -5,21 +5,22 @@
 A PyTorch replica of the C++ model, op for op:
 
     x = tok_embed[ids] + pos_embed[arange(posn)]
-    per block (pre-norm):
-        h = LayerNorm(x; ln1.weight, ln1.bias, eps 1e-5)
-        q, k, v = einsum("bpm,mhd->bphd", h, W_Q / W_K / W_V)
+    per block (pre-norm, nn::pre_norm_block):
+        h = LayerNorm(x; input_layernorm.weight, .bias, eps 1e-5)
+        q, k, v = einsum("bpm,mhd->bphd", h, self_attn.W_Q / W_K / W_V)
         scores = einsum("bqhd,bkhd->bhqk", q, k) * (1 / sqrt(d_head))
         scores[k > q] = -inf;  pattern = softmax over k
         z = einsum("bhqk,bkhd->bqhd", pattern, v)
-        x = x + einsum("bqhd,hdm->bqm", z, W_O) + b_O
-        h = LayerNorm(x; ln2.weight, ln2.bias)
-        x = x + gelu_exact(h @ W_in + b_in) @ W_out + b_out
+        x = x + einsum("bqhd,hdm->bqm", z, self_attn.W_O) + self_attn.b_O
+        h = LayerNorm(x; post_attention_layernorm)
+        x = x + mlp.c_proj(gelu_exact(mlp.c_fc(h)))    (nn::gelu_mlp: nn.Linear layers)
     logits = LayerNorm(x; ln_f) @ W_U + b_U         (untied head)
     loss = cross_entropy(logits, next ids), mean over batch and posn
 
 with the C++ layouts (W_Q is d_model x nheads x d_head, W_O nheads x d_head x
-d_model, W_in d_model x d_mlp, W_U d_model x vocab). Sizes: vocab 11,
-context 8, d_model 16, 2 heads (d_head 8), d_mlp 32, 2 blocks, batch 3.
+d_model, mlp.c_fc.weight d_mlp x d_model as nn.Linear's, W_U d_model x
+vocab). Sizes: vocab 11, context 8, d_model 16, 2 heads (d_head 8), d_mlp 32,
+2 blocks, batch 3.
 
 Every parameter is drawn from a seeded torch.Generator (matrices N(0, 0.2^2),
 layer-norm weights 1 + N(0, 0.1^2), biases N(0, 0.1^2): no parameter is at a
@@ -64,36 +65,41 @@ LR, BETAS, EPS, WEIGHT_DECAY = 1e-2, (0.9, 0.999), 1e-6, 1e-2
 
 
 def shapes():
-    """The C++ model's parameters in for_each_parameter order, dotted names."""
-    s = [("tok_embed", (VOCAB, D_MODEL)), ("pos_embed", (CONTEXT, D_MODEL))]
+    """The C++ model's parameters in for_each_parameter order, dotted names,
+    and whether a matrix is drawn as its transpose (the MLP's nn::linear
+    weights, (out, in) as nn.Linear's, drawn as (in, out) matrices)."""
+    s = [("tok_embed", (VOCAB, D_MODEL), False), ("pos_embed", (CONTEXT, D_MODEL), False)]
     for i in range(N_LAYERS):
         b = "blocks.%d." % i
         s += [
-            (b + "ln1.weight", (D_MODEL,)),
-            (b + "ln1.bias", (D_MODEL,)),
-            (b + "attn.W_Q", (D_MODEL, N_HEADS, D_HEAD)),
-            (b + "attn.W_K", (D_MODEL, N_HEADS, D_HEAD)),
-            (b + "attn.W_V", (D_MODEL, N_HEADS, D_HEAD)),
-            (b + "attn.W_O", (N_HEADS, D_HEAD, D_MODEL)),
-            (b + "attn.b_O", (D_MODEL,)),
-            (b + "ln2.weight", (D_MODEL,)),
-            (b + "ln2.bias", (D_MODEL,)),
-            (b + "mlp.W_in", (D_MODEL, D_MLP)),
-            (b + "mlp.b_in", (D_MLP,)),
-            (b + "mlp.W_out", (D_MLP, D_MODEL)),
-            (b + "mlp.b_out", (D_MODEL,)),
+            (b + "input_layernorm.weight", (D_MODEL,), False),
+            (b + "input_layernorm.bias", (D_MODEL,), False),
+            (b + "self_attn.W_Q", (D_MODEL, N_HEADS, D_HEAD), False),
+            (b + "self_attn.W_K", (D_MODEL, N_HEADS, D_HEAD), False),
+            (b + "self_attn.W_V", (D_MODEL, N_HEADS, D_HEAD), False),
+            (b + "self_attn.W_O", (N_HEADS, D_HEAD, D_MODEL), False),
+            (b + "self_attn.b_O", (D_MODEL,), False),
+            (b + "post_attention_layernorm.weight", (D_MODEL,), False),
+            (b + "post_attention_layernorm.bias", (D_MODEL,), False),
+            (b + "mlp.c_fc.weight", (D_MLP, D_MODEL), True),
+            (b + "mlp.c_fc.bias", (D_MLP,), False),
+            (b + "mlp.c_proj.weight", (D_MODEL, D_MLP), True),
+            (b + "mlp.c_proj.bias", (D_MODEL,), False),
         ]
-    s += [("ln_f.weight", (D_MODEL,)), ("ln_f.bias", (D_MODEL,)), ("W_U", (D_MODEL, VOCAB)), ("b_U", (VOCAB,))]
+    s += [("ln_f.weight", (D_MODEL,), False), ("ln_f.bias", (D_MODEL,), False), ("W_U", (D_MODEL, VOCAB), False),
+          ("b_U", (VOCAB,), False)]
     return s
 
 
 def initial(gen):
     params = {}
-    for name, shape in shapes():
-        r = torch.randn(shape, generator=gen, dtype=torch.float64)
-        if name.endswith(".weight"):
+    for name, shape, transposed in shapes():
+        r = torch.randn(shape[::-1] if transposed else shape, generator=gen, dtype=torch.float64)
+        if transposed:
+            r = r.t().contiguous()
+        if name.endswith(".weight") and len(shape) == 1:  # layer norms
             v = 1.0 + 0.1 * r
-        elif name.endswith(".bias") or ".b_" in name or name == "b_U":
+        elif len(shape) == 1:
             v = 0.1 * r
         else:
             v = 0.2 * r
@@ -111,18 +117,19 @@ def forward_loss(p, x_ids, y_ids):
     causal = torch.ones(n, n, dtype=torch.bool).tril()
     for i in range(N_LAYERS):
         b = "blocks.%d." % i
-        h = layer_norm(x, p, b + "ln1")
-        q = torch.einsum("bpm,mhd->bphd", h, p[b + "attn.W_Q"])
-        k = torch.einsum("bpm,mhd->bphd", h, p[b + "attn.W_K"])
-        v = torch.einsum("bpm,mhd->bphd", h, p[b + "attn.W_V"])
+        h = layer_norm(x, p, b + "input_layernorm")
+        q = torch.einsum("bpm,mhd->bphd", h, p[b + "self_attn.W_Q"])
+        k = torch.einsum("bpm,mhd->bphd", h, p[b + "self_attn.W_K"])
+        v = torch.einsum("bpm,mhd->bphd", h, p[b + "self_attn.W_V"])
         scores = torch.einsum("bqhd,bkhd->bhqk", q, k) * (1.0 / math.sqrt(D_HEAD))
         scores = scores.masked_fill(~causal, float("-inf"))
         pattern = scores.softmax(dim=-1)
         z = torch.einsum("bhqk,bkhd->bqhd", pattern, v)
-        x = x + torch.einsum("bqhd,hdm->bqm", z, p[b + "attn.W_O"]) + p[b + "attn.b_O"]
-        h = layer_norm(x, p, b + "ln2")
-        pre = h @ p[b + "mlp.W_in"] + p[b + "mlp.b_in"]
-        x = x + torch.nn.functional.gelu(pre) @ p[b + "mlp.W_out"] + p[b + "mlp.b_out"]
+        x = x + torch.einsum("bqhd,hdm->bqm", z, p[b + "self_attn.W_O"]) + p[b + "self_attn.b_O"]
+        h = layer_norm(x, p, b + "post_attention_layernorm")
+        pre = torch.nn.functional.linear(h, p[b + "mlp.c_fc.weight"], p[b + "mlp.c_fc.bias"])
+        x = x + torch.nn.functional.linear(torch.nn.functional.gelu(pre), p[b + "mlp.c_proj.weight"],
+                                           p[b + "mlp.c_proj.bias"])
     logits = layer_norm(x, p, "ln_f") @ p["W_U"] + p["b_U"]
     return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y_ids.reshape(-1))
 

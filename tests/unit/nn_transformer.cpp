@@ -9,7 +9,8 @@
 // against PyTorch float64 modules (output, input and parameter gradients),
 // and rms_norm over an inner dim against plain loops; nn::rotary_attention
 // against a PyTorch Llama-style attention, with and without a window;
-// nn::transformer_block against Llama's pre-norm decoder layer.
+// nn::transformer_block (and nn::pre_norm_block with Llama's parts) against
+// Llama's pre-norm decoder layer.
 // nn::transformer (embedding, two blocks, final norm, LM head) with tied and
 // untied embeddings against a PyTorch Llama-style model: logits, the cross
 // entropy and every parameter's gradient, then five AdamW steps with decay
@@ -375,6 +376,19 @@ TEST_CASE("nn::transformer_block equals Llama's pre-norm decoder layer in PyTorc
   check_module("transformer_block", [] {
     return nn::transformer_block<double, posn, d_model, heads, kv_heads, d_head, d_ff>(
         d_model{8}, heads{4}, kv_heads{2}, d_head{4}, d_ff{12});
+  }, 8 + (16 * 8 + 2 * 8 * 8 + 8 * 16) + 8 + 3 * 8 * 12);
+}
+
+TEST_CASE("nn::pre_norm_block of rms_norm, rotary_attention and swiglu equals Llama's decoder layer in PyTorch",
+          "[nn][modules]") {
+  // The generic block with Llama's parts has transformer_block's names, so
+  // the same PyTorch fixtures (LlamaDecoderLayer) check it.
+  using norm = nn::rms_norm<double, d_model>;
+  using attention = nn::rotary_attention<double, posn, d_model, heads, kv_heads, d_head>;
+  using mlp = nn::swiglu<double, d_model, d_ff>;
+  check_module("transformer_block", [] {
+    return nn::pre_norm_block<norm, attention, mlp>(norm(d_model{8}), attention(d_model{8}, heads{4}, kv_heads{2}, d_head{4}),
+                                                    norm(d_model{8}), mlp(d_model{8}, d_ff{12}));
   }, 8 + (16 * 8 + 2 * 8 * 8 + 8 * 16) + 8 + 3 * 8 * 12);
 }
 

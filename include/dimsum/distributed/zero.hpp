@@ -48,6 +48,9 @@ struct flat_block {
 template <class T>
 struct zero_part {
   std::vector<T> values, grads;
+  /// The flattened ranges [first, second) of the parameters frozen at run
+  /// time (`requires_grad == false`) in this step: not updated.
+  std::vector<std::pair<std::size_t, std::size_t>> frozen;
   flat_block<T> mine;
   optim::adamw opt;
   explicit zero_part(const optim::adamw_options& o) : opt(o) {}
@@ -131,6 +134,17 @@ void check_copies_along_other_axes(const mesh<Axes...>& m, const std::string& wh
 /// blocks into every rank's parameters. float and double parameters are
 /// handled separately. The module must keep its parameters and extents
 /// between steps (`shape_error` naming the element count otherwise).
+///
+/// A parameter frozen at run time (`requires_grad == false`, the same on
+/// every rank) is skipped as `optim::adamw` skips it: its value and its
+/// moments stay as they are (zeros if it was never trained, saved so in a
+/// checkpoint: PyTorch creates no state for it), and its gradient is not
+/// read. It keeps its place in the flattened parameters, so freezing and
+/// unfreezing change neither the layout nor the checkpoint's names; the
+/// step count is the one of its value type's block, so a parameter trained
+/// only from a later step on has its bias correction from that shared
+/// count (PyTorch starts its own at 1). A type-frozen `frozen_parameter`
+/// has no place and no state at all.
 template <axis A>
 class sharded_adamw {
  public:
@@ -149,10 +163,18 @@ class sharded_adamw {
   template <axis... Axes, class M>
   void step(const mesh<Axes...>& m, M& module) {
     f_.values.clear(), f_.grads.clear(), d_.values.clear(), d_.grads.clear();
+    f_.frozen.clear(), d_.frozen.clear();
     detail::for_each_trained_parameter(module, [&](const std::string&, auto& p) {
       auto& part = this->part_of(p);
+      using T = typename std::remove_cvref_t<decltype(p.value)>::value_type;
+      const std::size_t at = part.values.size();
       part.values.insert(part.values.end(), p.value.data(), p.value.data() + p.value.size());
-      part.grads.insert(part.grads.end(), p.grad.data(), p.grad.data() + p.grad.size());
+      if (p.requires_grad) {
+        part.grads.insert(part.grads.end(), p.grad.data(), p.grad.data() + p.grad.size());
+      } else {  // frozen at run time: its gradient (stale, or none) is not read
+        part.grads.insert(part.grads.end(), p.value.size(), T(0));
+        part.frozen.emplace_back(at, at + p.value.size());
+      }
     });
     MPI_Comm comm = m.template comm<A>();
     const std::string what = "sharded_adamw step over mesh axis '" + std::string(A::name.view()) + "'";
@@ -405,12 +427,62 @@ class sharded_adamw {
     const std::size_t lo = chunk * static_cast<std::size_t>(coord);
     std::copy(part.values.begin() + static_cast<std::ptrdiff_t>(lo),
               part.values.begin() + static_cast<std::ptrdiff_t>(lo + chunk), mine.value.data());
-    part.opt.step(part.mine);
+    step_skipping_frozen(part, lo, chunk);
     detail::check_mpi(MPI_Iallgather(mine.value.data(), detail::checked_count(chunk), type, part.values.data(),
                                      detail::checked_count(chunk), type, comm, &req),
                       "MPI_Iallgather (parameters)");
     detail::finish(req, comm, what, start);
     detail::count_traffic(detail::collective::all_gather, chunk * sizeof(T), p);
+  }
+
+  // AdamW's step of this rank's block [lo, lo + chunk), the elements of
+  // parameters frozen at run time left as they were: their values (weight
+  // decay would move them) and moments (which decay even with a zero
+  // gradient). A block without state yet gets zero moments there: the
+  // gradients there are zeros.
+  template <class T>
+  static void step_skipping_frozen(detail::zero_part<T>& part, std::size_t lo, std::size_t chunk) {
+    std::vector<std::pair<std::size_t, std::size_t>> kept;  // block-relative ranges
+    for (const auto& [a, b] : part.frozen) {
+      const std::size_t x = std::max(a, lo), y = std::min(b, lo + chunk);
+      if (x < y) kept.emplace_back(x - lo, y - lo);
+    }
+    if (kept.empty()) {
+      part.opt.step(part.mine);
+      return;
+    }
+    auto& mine = part.mine.block;
+    const bool had_state = part.opt.states().has(0);
+    using buffer = tensor<T, detail::zero_block>;
+    const auto buffers = [&](auto& s) { return std::array<buffer*, 3>{&s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq}; };
+    std::vector<T> saved;
+    auto copy_out = [&](const T* src) {
+      for (const auto& [x, y] : kept) saved.insert(saved.end(), src + x, src + y);
+    };
+    copy_out(mine.value.data());
+    std::array<bool, 3> copied{};
+    if (had_state) {
+      const auto bs = buffers(part.opt.states().get(0, "block", mine));
+      for (std::size_t i = 0; i < bs.size(); ++i)
+        if ((copied[i] = bs[i]->size() == chunk)) copy_out(bs[i]->data());
+    }
+    part.opt.step(part.mine);
+    std::size_t k = 0;
+    auto copy_in = [&](T* dst) {
+      for (const auto& [x, y] : kept) {
+        std::copy(saved.begin() + static_cast<std::ptrdiff_t>(k), saved.begin() + static_cast<std::ptrdiff_t>(k + y - x),
+                  dst + x);
+        k += y - x;
+      }
+    };
+    copy_in(mine.value.data());
+    const auto bs = buffers(part.opt.states().get(0, "block", mine));
+    for (std::size_t i = 0; i < bs.size(); ++i) {
+      if (copied[i])
+        copy_in(bs[i]->data());
+      else if (bs[i]->size() == chunk)  // made by this step: zero there
+        for (const auto& [x, y] : kept) std::fill(bs[i]->data() + x, bs[i]->data() + y, T(0));
+    }
   }
 
   detail::zero_part<float> f_;

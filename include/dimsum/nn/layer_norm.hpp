@@ -6,7 +6,9 @@
 /// a model that holds one has "ln.weight" and "ln.bias" in its state dict.
 /// Applied to a tensor it is `dimsum::layer_norm<D>` (ops/layer_norm.hpp);
 /// on a var x, `ln(x)` records it on x's tape with the parameters watched
-/// (`ln(tape, x)` names the tape).
+/// (`ln(tape, x)` names the tape). A float module on a bf16 var watches
+/// its parameters as bf16 copies (their gradients float32) and normalises
+/// in float32, rounding the result to bf16 once.
 ///
 ///     nn::layer_norm<float, d_model> ln(d_model{64});
 ///     tensor<float, batch, posn, d_model> h = ln(x);
@@ -58,7 +60,9 @@ struct layer_norm {
   /// backward pass accumulates their gradients.
   template <grad::detail::var_like X>
   auto operator()(grad::tape& t, X&& x) {
-    return dimsum::layer_norm<D>(std::forward<X>(x), t.watch(weight), t.watch(bias), eps);
+    using In = std::remove_cvref_t<X>;
+    return dimsum::layer_norm<D>(std::forward<X>(x), detail::watch_for<In>(t, weight), detail::watch_for<In>(t, bias),
+                                 eps);
   }
 };
 

@@ -13,6 +13,10 @@
 ///
 ///     auto y = lin(x);      // x: a var of tape t; y: a var (batch, posn, Out)
 ///     auto z = lin(t, x);   // the same for a tensor x (a constant of tape t)
+///
+/// A float layer on a bf16 var (or tensor) input watches its weight and
+/// bias as bf16 copies (mixed precision: the cast is on the tape, the
+/// float32 masters get float32 gradients) and gives a bf16 var.
 
 #include <cmath>
 #include <cstdint>
@@ -98,7 +102,8 @@ struct linear {
   template <class X>
     requires(grad::detail::var_like<X> || named_expression<X>)
   auto operator()(grad::tape& t, X&& x) {
-    return apply(std::forward<X>(x), t.watch(weight), [&] { return t.watch(*bias); });
+    using Input = std::remove_cvref_t<X>;
+    return apply(std::forward<X>(x), detail::watch_for<Input>(t, weight), [&] { return detail::watch_for<Input>(t, *bias); });
   }
 
  private:
@@ -115,7 +120,7 @@ struct linear {
       dimsum::detail::report<linear_input_already_has_the_out_dim<diagnostic_name_t<Out>, diagnostic_dims_t<L>>>();
       return invalid_expression{};
     } else if constexpr (grad::detail::any_var_v<X, W>) {
-      using V = grad::var_for_t<T, R>;
+      using V = grad::var_for_t<value_type_of_t<W>, R>;  // T, or bf16 for a float layer on a bf16 input
       V y = [&]<dimension... O>(dim_list<O...>*) { return einsum<O...>(std::forward<X>(x), w); }(static_cast<R*>(nullptr));
       if (bias) return V(std::move(y) + bias_of());
       return y;

@@ -3,7 +3,8 @@
 /// The attention building blocks (not included by dimsum.hpp, which stays
 /// light): linear, embedding, positional encoding, dropout, dot-product and
 /// multi-head attention, layer norm, init, and the Llama-style blocks
-/// (rms_norm, swiglu, rotary_attention, transformer_block, transformer).
+/// (rms_norm, swiglu, gelu_mlp, rotary_attention, pre_norm_block,
+/// transformer_block, transformer) and watch_like.
 /// The seed tutorials' own classes (tokenizer, char head, SelfAttention
 /// v1/v2) are `dimsum::nn::seeds::...`
 /// from <dimsum/nn/seeds/seeds.hpp>; this header includes them too, with
@@ -25,4 +26,5 @@
 #include <dimsum/nn/transformer.hpp>
 #include <dimsum/nn/transformer_block.hpp>
 #include <dimsum/nn/scaled_dot_product_attention.hpp>
+#include <dimsum/nn/watch_like.hpp>
 #include <dimsum/ops/arange.hpp>

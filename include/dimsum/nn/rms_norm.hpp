@@ -5,7 +5,9 @@
 /// `parameter<T, D>` found by reflection, so a model that holds one as
 /// `norm` has "norm.weight" in its state dict. Applied to a tensor it is
 /// `dimsum::rms_norm<D>` (ops/rms_norm.hpp); on a var x, `norm(x)` records
-/// it on x's tape with the weight watched (`norm(tape, x)` names the tape).
+/// it on x's tape with the weight watched (`norm(tape, x)` names the tape);
+/// a float module on a bf16 var watches it as a bf16 copy (its gradient
+/// float32) and normalises in float32.
 ///
 ///     nn::rms_norm<float, d_model> norm(d_model{64});
 ///     tensor<float, batch, posn, d_model> h = norm(x);
@@ -52,7 +54,7 @@ struct rms_norm {
   /// The same on tape t, for a var x.
   template <grad::detail::var_like X>
   auto operator()(grad::tape& t, X&& x) {
-    return dimsum::rms_norm<D>(std::forward<X>(x), t.watch(weight), eps);
+    return dimsum::rms_norm<D>(std::forward<X>(x), detail::watch_for<std::remove_cvref_t<X>>(t, weight), eps);
   }
 };
 
