@@ -120,6 +120,40 @@ class t5_relative_bucket_expr : public expression_tag {
                                     : -static_cast<std::int64_t>(std::min<std::size_t>(q - k, std::size_t(-lo)));
       return at_zero[d];
     }
+    /// How many innermost indices from j (j < end) have the bucket of j:
+    /// the distances clamped together beyond the reach, then the equal
+    /// buckets in a row (the log-spaced ones), so that a gather or scatter
+    /// along a row (`lookup`) reads each run's bucket once.
+    std::size_t run(std::size_t j, std::size_t end) const {
+      if constexpr (QP != R - 1 && KP != R - 1) {
+        return end - j;  // the innermost index is neither position: one bucket
+      } else {
+        // u = k - (q + offset), unclamped; it moves by `step` as j grows
+        constexpr std::int64_t step = KP == R - 1 ? 1 : -1;
+        const auto q = static_cast<std::int64_t>((QP == R - 1 ? j : qi) + offset);
+        const auto k = static_cast<std::int64_t>(KP == R - 1 ? j : ki);
+        std::int64_t u = k - q;
+        auto clamped = [&](std::int64_t x) { return x < lo ? lo : x > hi ? hi : x; };
+        const std::int64_t b = at_zero[clamped(u)];
+        if ((step > 0 && u >= hi) || (step < 0 && u <= lo)) return end - j;  // clamped from here on
+        std::size_t x = j + 1;
+        if (step > 0 && u < lo) {  // up to lo: clamped to lo
+          const auto skip = std::min<std::size_t>(end - x, static_cast<std::size_t>(lo - u));
+          x += skip;
+          u += static_cast<std::int64_t>(skip);
+        }
+        if (step < 0 && u > hi) {
+          const auto skip = std::min<std::size_t>(end - x, static_cast<std::size_t>(u - hi));
+          x += skip;
+          u -= static_cast<std::int64_t>(skip);
+        }
+        for (; x < end; ++x, u += step) {
+          if ((step > 0 && u >= hi) || (step < 0 && u <= lo)) return end - j;
+          if (at_zero[clamped(u + step)] != b) break;
+        }
+        return x - j;
+      }
+    }
   };
 
   std::array<std::size_t, 2> extents_;

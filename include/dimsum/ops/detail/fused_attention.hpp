@@ -84,6 +84,7 @@ struct bias_rows {
       if (s == 1) return void(std::copy_n(ev.base + j0, n, out));
       if (s == 0) return void(std::fill_n(out, n, *ev.base));
     }
+    if constexpr (requires { ev.gather(j0, n, out); }) return ev.gather(j0, n, out);  // a gather, run by run
     for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<T>(ev[j0 + x]);
   }
   /// A gathered bias (`lookup`, whose evaluator can scatter): adds
