@@ -702,3 +702,56 @@ TEST_CASE("a map the compiler cannot vectorise, a row at a time: row tails, mask
   check_branchy_map<double>(45, 53, 2, 1e-12);
   check_branchy_map<float>(150, 203, 2, 2e-4);  // several query and key tiles
 }
+
+TEST_CASE("a map stage without its row functions (score_stage::fn and dfn only) runs score by score, same results") {
+  // The kernels keep the per-score form for callers that fill a map stage
+  // by hand: the planner's arguments with fn_row and dfn_row cleared, run
+  // forward and backward through the kernel API, against the unfused chain
+  // on vars (dO = r, the loss sum(z * r)).
+  constexpr std::size_t nq = 21, nk = 37;
+  const HQ q0 = random_tensor(HQ(batch{2}, head{2}, q_posn{nq}, d_head{5}), 51);
+  const HK k0 = random_tensor(HK(batch{2}, head{2}, k_posn{nk}, d_head{5}), 52);
+  const HV v0 = random_tensor(HV(batch{2}, head{2}, k_posn{nk}, d_value{3}), 53);
+  const HO r = random_tensor(HO(batch{2}, head{2}, q_posn{nq}, d_value{3}), 54);
+  const auto wavy = with_derivative([](double s) { return s > 0 ? s + 0.3 * std::sin(3 * s) : s / 2; },
+                                    [](double s) { return s > 0 ? 1 + 0.9 * std::cos(3 * s) : 0.5; });
+  auto chain = [&](auto unfused, const auto& q, const auto& k, const auto& v) {
+    auto s = map(wavy, head_scores<decltype(unfused)::value>(q, k) * 0.4);
+    return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+        softmax<k_posn>(causal_mask<q_posn, k_posn>(s, ninf)), v);
+  };
+  HO out(batch{2}, head{2}, q_posn{nq}, d_value{3});
+  HQ dq = HQ::from_extents(q0.extents());
+  HK dk = HK::from_extents(k0.extents());
+  HV dv = HV::from_extents(v0.extents());
+  std::vector<double> lse(2 * 2 * 2 * nq);
+  std::size_t maps = 0;
+  const auto e = chain(std::false_type{}, q0, k0, v0);
+  dimsum::detail::fused::with_args(e, strided<double, 4>{out.data(), out.extents(), out.strides()}, [&](const auto& a) {
+    auto b = a;
+    for (std::size_t s = 0; s < b.n_stages; ++s)
+      if (b.stages[s].op == kernels::score_op::map) {
+        ++maps;
+        b.stages[s].fn_row = nullptr;
+        b.stages[s].dfn_row = nullptr;
+      }
+    const std::size_t rows = b.batch_size() * b.nq;
+    b.lse = lse.data();
+    b.lse_low = lse.data() + rows;
+    kernels::attention(b);
+    kernels::attention_backward(
+        kernels::attention_grad_args<double>{&b, lse.data(), r.data(), dq.data(), dk.data(), dv.data(), lse.data() + rows});
+  });
+  CHECK(maps == 1);
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  auto uz = chain(std::true_type{}, uq, uk, uv);
+  static_assert(!uses_fused_attention_v<decltype(uz)>);
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  CHECK(differ(out, uz.value(), 1e-12) == 0);
+  CHECK(differ(dq, gradient(uq), 1e-12) == 0);
+  CHECK(differ(dk, gradient(uk), 1e-12) == 0);
+  CHECK(differ(dv, gradient(uv), 1e-12) == 0);
+}
