@@ -659,3 +659,99 @@ TEST_CASE("score modifications replayed over rows: masks around tanh, a map, a l
     CHECK(std::isfinite(gradient(mv)(head{h})));
   }
 }
+
+namespace {
+
+/// A user's map the compiler cannot turn into vector arithmetic (a branch,
+/// libm's sin and cos, a captured gain), in T, through the fused kernel's
+/// row form of the map (`score_stage::fn_row`: the whole row in one call)
+/// on `threads` threads: nk keys leave a tail of a 16-value block, a causal
+/// mask and masked query rows (-inf: NaN rows) around it. Fused against the
+/// unfused chain, whose map calls the function one element at a time.
+template <class T>
+void check_branchy_map(std::size_t nq, std::size_t nk, int threads, double tol) {
+  INFO("nq " << nq << " nk " << nk << " threads " << threads);
+  using Q4 = tensor<T, batch, head, q_posn, d_head>;
+  using K4 = tensor<T, batch, head, k_posn, d_head>;
+  using V4 = tensor<T, batch, head, k_posn, d_value>;
+  const Q4 q0 = random_tensor(Q4(batch{2}, head{3}, q_posn{nq}, d_head{6}), 41);
+  const K4 k0 = random_tensor(K4(batch{2}, head{3}, k_posn{nk}, d_head{6}), 42);
+  const V4 v0 = random_tensor(V4(batch{2}, head{3}, k_posn{nk}, d_value{5}), 43);
+  tensor<bool, batch, q_posn> gone(batch{2}, q_posn{nq});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t i = 0; i < nq; ++i) gone(batch{b}, q_posn{i}) = b == 0 && i % 9 == 4;
+  const T gain = T(0.3);
+  const auto wavy = with_derivative([gain](T s) { return s > T(0) ? s + gain * std::sin(3 * s) : s / 2; },
+                                    [gain](T s) { return s > T(0) ? 1 + 3 * gain * std::cos(3 * s) : T(0.5); });
+  constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+  auto chain = [&](auto unfused, const auto& q, const auto& k, const auto& v) {
+    auto s = map(wavy, head_scores<decltype(unfused)::value>(q, k) * T(0.4));
+    return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+        softmax<k_posn>(masked_fill(causal_mask<q_posn, k_posn>(s, minus_inf), gone, minus_inf)), v);
+  };
+  const auto rr = random_tensor(tensor<T, batch, head, q_posn, d_value>(batch{2}, head{3}, q_posn{nq}, d_value{5}), 44);
+  set_num_threads(threads);
+  check_fused_equals_unfused(chain, rr, tol, q0, k0, v0);
+  set_num_threads(0);
+}
+
+}  // namespace
+
+TEST_CASE("a map the compiler cannot vectorise, a row at a time: row tails, masked rows, one and two threads") {
+  check_branchy_map<double>(37, 37, 1, 1e-12);
+  check_branchy_map<double>(45, 53, 2, 1e-12);
+  check_branchy_map<float>(150, 203, 2, 2e-4);  // several query and key tiles
+}
+
+TEST_CASE("a map stage without its row functions (score_stage::fn and dfn only) runs score by score, same results") {
+  // The kernels keep the per-score form for callers that fill a map stage
+  // by hand: the planner's arguments with fn_row and dfn_row cleared, run
+  // forward and backward through the kernel API, against the unfused chain
+  // on vars (dO = r, the loss sum(z * r)).
+  constexpr std::size_t nq = 21, nk = 37;
+  const HQ q0 = random_tensor(HQ(batch{2}, head{2}, q_posn{nq}, d_head{5}), 51);
+  const HK k0 = random_tensor(HK(batch{2}, head{2}, k_posn{nk}, d_head{5}), 52);
+  const HV v0 = random_tensor(HV(batch{2}, head{2}, k_posn{nk}, d_value{3}), 53);
+  const HO r = random_tensor(HO(batch{2}, head{2}, q_posn{nq}, d_value{3}), 54);
+  const auto wavy = with_derivative([](double s) { return s > 0 ? s + 0.3 * std::sin(3 * s) : s / 2; },
+                                    [](double s) { return s > 0 ? 1 + 0.9 * std::cos(3 * s) : 0.5; });
+  auto chain = [&](auto unfused, const auto& q, const auto& k, const auto& v) {
+    auto s = map(wavy, head_scores<decltype(unfused)::value>(q, k) * 0.4);
+    return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+        softmax<k_posn>(causal_mask<q_posn, k_posn>(s, ninf)), v);
+  };
+  HO out(batch{2}, head{2}, q_posn{nq}, d_value{3});
+  HQ dq = HQ::from_extents(q0.extents());
+  HK dk = HK::from_extents(k0.extents());
+  HV dv = HV::from_extents(v0.extents());
+  std::vector<double> lse(2 * 2 * 2 * nq);
+  std::size_t maps = 0;
+  const auto e = chain(std::false_type{}, q0, k0, v0);
+  dimsum::detail::fused::with_args(e, strided<double, 4>{out.data(), out.extents(), out.strides()}, [&](const auto& a) {
+    auto b = a;
+    for (std::size_t s = 0; s < b.n_stages; ++s)
+      if (b.stages[s].op == kernels::score_op::map) {
+        ++maps;
+        b.stages[s].fn_row = nullptr;
+        b.stages[s].dfn_row = nullptr;
+      }
+    const std::size_t rows = b.batch_size() * b.nq;
+    b.lse = lse.data();
+    b.lse_low = lse.data() + rows;
+    kernels::attention(b);
+    kernels::attention_backward(
+        kernels::attention_grad_args<double>{&b, lse.data(), r.data(), dq.data(), dk.data(), dv.data(), lse.data() + rows});
+  });
+  CHECK(maps == 1);
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  auto uz = chain(std::true_type{}, uq, uk, uv);
+  static_assert(!uses_fused_attention_v<decltype(uz)>);
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  CHECK(differ(out, uz.value(), 1e-12) == 0);
+  CHECK(differ(dq, gradient(uq), 1e-12) == 0);
+  CHECK(differ(dk, gradient(uk), 1e-12) == 0);
+  CHECK(differ(dv, gradient(uv), 1e-12) == 0);
+}

@@ -373,3 +373,121 @@ TEST_CASE("t5_bias: a lazy lookup of a var used outside attention is recorded as
     for (std::size_t h = 0; h < 3; ++h) count(bucket{std::size_t(ids.data()[n])}, head{h}) += 1.0;
   CHECK(differ(gradient(table), count, 0.0) == 0);
 }
+
+TEST_CASE("t5_bias: a run of buckets along a row holds one bucket, with either position innermost and any offset") {
+  // The fused kernel gathers and scatters the bias a run at a time
+  // (`run`): every index of a run must have the bucket of its first
+  // index, computed here by the bucket function of each distance.
+  for (const bool bidirectional : {true, false})
+    for (const auto& [num_buckets, max_distance] : {std::pair<std::int64_t, std::int64_t>{16, 20}, {12, 24}, {8, 5}})
+      for (const std::size_t nq : {1u, 7u, 37u})
+        for (const std::size_t nk : {5u, 37u, 70u})
+          for (const std::size_t offset : {0u, 3u, 50u}) {
+            INFO(bidirectional << " " << num_buckets << " " << max_distance << " nq " << nq << " nk " << nk << " offset "
+                               << offset);
+            const t5_bucket f{bidirectional, num_buckets, max_distance};
+            const auto ids = t5_relative_bucket(relative_positions<int>(q_posn{nq}, k_posn{nk}, offset), bidirectional,
+                                                num_buckets, max_distance);
+            auto want = [&](std::size_t i, std::size_t j) {
+              return f(static_cast<std::int64_t>(j) - static_cast<std::int64_t>(i + offset));
+            };
+            std::size_t bad = 0;
+            // keys innermost (the fused kernel's rows), then queries innermost
+            auto along = [&](auto ev, std::size_t outer, std::size_t inner, bool keys_inner) {
+              for (std::size_t o = 0; o < outer; ++o) {
+                const std::size_t idx[2] = {o, 0};
+                ev.seek(idx);
+                for (std::size_t j0 = 0; j0 < inner; ++j0)
+                  for (const std::size_t end : {j0 + 1, std::min(inner, j0 + 9), inner}) {
+                    const std::size_t len = ev.run(j0, end);
+                    if (len < 1 || len > end - j0) ++bad;
+                    for (std::size_t x = j0; x < j0 + std::min(len, end - j0); ++x)
+                      if (ev[x] != (keys_inner ? want(o, j0) : want(j0, o)) ||
+                          ev[x] != (keys_inner ? want(o, x) : want(x, o)))
+                        ++bad;
+                  }
+              }
+            };
+            along(ids.template evaluator<dim_list<q_posn, k_posn>>(), nq, nk, true);
+            along(ids.template evaluator<dim_list<k_posn, q_posn>>(), nk, nq, false);
+            CHECK(bad == 0);
+          }
+}
+
+namespace {
+
+/// T5 attention whose buckets come from relative_positions with an offset
+/// and unequal query and key counts (a key/value cache), the positions
+/// given query first (QueryFirst) or key first (the kernel's rows then run
+/// against the distances), with a padding-style mask (finite fill) that
+/// masks whole query rows and scattered scores: on vars, fused (gathered
+/// and scattered a run at a time) against the unfused chain with the ids
+/// evaluated into a tensor (read one by one), on `threads` threads.
+template <class T, bool QueryFirst>
+void check_runs_on_vars(std::size_t nq, std::size_t nk, std::size_t offset, int threads, double tol) {
+  INFO("nq " << nq << " nk " << nk << " offset " << offset << " query first " << QueryFirst << " threads " << threads);
+  using QT = tensor<T, batch, head, q_posn, d_head>;
+  using KT = tensor<T, batch, head, k_posn, d_head>;
+  using VT = tensor<T, batch, head, k_posn, d_value>;
+  using OT = tensor<T, batch, head, q_posn, d_value>;
+  using TT = tensor<T, bucket, head>;
+  const QT q0 = test::random_tensor(QT(batch{2}, head{3}, q_posn{nq}, d_head{5}), 11);
+  const KT k0 = test::random_tensor(KT(batch{2}, head{3}, k_posn{nk}, d_head{5}), 12);
+  const VT v0 = test::random_tensor(VT(batch{2}, head{3}, k_posn{nk}, d_value{3}), 13);
+  const TT table0 = test::random_tensor(TT(bucket{16}, head{3}), 14);
+  const OT r = test::random_tensor(OT(batch{2}, head{3}, q_posn{nq}, d_value{3}), 15);
+  tensor<bool, q_posn, k_posn> masked(q_posn{nq}, k_posn{nk});
+  for (std::size_t i = 0; i < nq; ++i)
+    for (std::size_t j = 0; j < nk; ++j) masked(q_posn{i}, k_posn{j}) = i % 5 == 3 || (i * 7 + j * 3) % 11 == 0;
+  auto ids = [&] {
+    if constexpr (QueryFirst)
+      return t5_relative_bucket(relative_positions<int>(q_posn{nq}, k_posn{nk}, offset), true, 16, 20);
+    else
+      return t5_relative_bucket(relative_positions<int>(k_posn{nk}, q_posn{nq}, offset), true, 16, 20);
+  };
+  auto attention = [&](const auto& q, const auto& k, const auto& v, auto&& bias) {
+    return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
+        softmax<k_posn>(masked_fill(t5_scores(q, k) + std::forward<decltype(bias)>(bias), masked, T(-1e9))), v);
+  };
+  set_num_threads(threads);
+  grad::tape t;
+  auto q = t.watch(q0);
+  auto k = t.watch(k0);
+  auto v = t.watch(v0);
+  auto table = t.watch(table0);
+  auto z = attention(q, k, v, lookup<bucket>(table, ids()));
+  static_assert(uses_fused_attention_v<decltype(z)>);
+  t.backward(sum<batch, head, q_posn, d_value>(z * r));
+
+  grad::tape u;
+  auto uq = u.watch(q0);
+  auto uk = u.watch(k0);
+  auto uv = u.watch(v0);
+  auto utable = u.watch(table0);
+  const tensor<std::int64_t, q_posn, k_posn> uids = ids();  // read one by one
+  auto uz = attention(uq, uk, uv, lookup<bucket>(utable, uids));
+  static_assert(!uses_fused_attention_v<decltype(uz)>);
+  u.backward(sum<batch, head, q_posn, d_value>(uz * r));
+  set_num_threads(0);
+  CHECK(differ(z.value(), uz.value(), tol) == 0);
+  CHECK(differ(gradient(q), gradient(uq), tol) == 0);
+  CHECK(differ(gradient(k), gradient(uk), tol) == 0);
+  CHECK(differ(gradient(v), gradient(uv), tol) == 0);
+  CHECK(differ(gradient(table), gradient(utable), tol) == 0);
+  if constexpr (std::is_same_v<T, double>) {  // and central finite differences of the fused tensor forward
+    const TT fd = finite_difference(table0, [&](const TT& x) { return OT(attention(q0, k0, v0, lookup<bucket>(x, ids()))); }, r);
+    CHECK(differ(gradient(table), fd, 1e-7) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("t5_bias: buckets gathered and scattered a run at a time: cache offsets, either position first, masks, threads") {
+  check_runs_on_vars<double, true>(37, 70, 5, 1, 1e-12);
+  check_runs_on_vars<double, false>(37, 70, 5, 1, 1e-12);
+  check_runs_on_vars<double, true>(70, 45, 0, 2, 1e-12);
+  check_runs_on_vars<double, false>(70, 45, 0, 2, 1e-12);
+  // float, several key tiles, on two threads (one batch index each)
+  check_runs_on_vars<float, true>(150, 203, 30, 2, 1e-4);
+  check_runs_on_vars<float, false>(150, 203, 30, 2, 1e-4);
+}

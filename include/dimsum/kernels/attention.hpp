@@ -103,11 +103,36 @@ struct score_stage {
   // factor[batch_offset(factor_batch, bi)] and `value` is unused.
   const T* factor = nullptr;
   std::array<std::ptrdiff_t, max_group_rank> factor_batch{};
-  // score_op::map: s = fn(ctx, s), with derivative dfn(ctx, s).
+  // score_op::map: s = fn(ctx, s), with derivative dfn(ctx, s). The
+  // kernels call the row forms when they are set (one indirect call per
+  // row of a tile, the user's function inlined and vectorised inside it,
+  // `map_row`): fn_row(ctx, in, out, n) writes out[j] = fn(ctx, in[j]),
+  // dfn_row(ctx, in, d, n) multiplies d[j] by dfn(ctx, in[j]), for j < n
+  // (out may be in). They must compute what fn and dfn compute.
   T (*fn)(const void* ctx, T s) = nullptr;
   T (*dfn)(const void* ctx, T s) = nullptr;
+  void (*fn_row)(const void* ctx, const T* in, T* out, std::size_t n) = nullptr;
+  void (*dfn_row)(const void* ctx, const T* in, T* d, std::size_t n) = nullptr;
   const void* ctx = nullptr;
 };
+
+/// out[j] = f(in[j]) for j < n (out may be in), a block of 16 values at a
+/// time through a local array: a loop of known length over values nothing
+/// else aliases, which the compiler vectorises (even at -O2) when it can
+/// inline f and f has vector arithmetic; the body of a map stage's
+/// `fn_row`. op(x, j) gives the value at j from x = in[j].
+template <class T, class Op>
+inline void map_row(const T* in, T* out, std::size_t n, const Op& op) {
+  constexpr std::size_t block = 16;
+  std::size_t j = 0;
+  for (; j + block <= n; j += block) {
+    T x[block];
+    for (std::size_t l = 0; l < block; ++l) x[l] = in[j + l];
+    for (std::size_t l = 0; l < block; ++l) x[l] = op(x[l], j + l);
+    for (std::size_t l = 0; l < block; ++l) out[j + l] = x[l];
+  }
+  for (; j < n; ++j) out[j] = op(in[j], j);
+}
 
 /// An additive term on the scores, computed row by row so that it is never
 /// materialised, added after the first `at` stages (before stage `at`).
@@ -714,8 +739,8 @@ struct attention_kernel {
   /// as `prepare_row` computes them (the same operations on each score, so
   /// the results agree to the bit) but a stage at a time over the whole
   /// row: row becomes f(row), -inf on [n, n_vec); returns its maximum. A
-  /// map calls the user's function in a tight loop over the row (no
-  /// vector round trip per score). With `kept` (not nullptr; `ld` >=
+  /// map calls the user's function over the row (`fn_row`: one call for
+  /// the row, the function inlined in it). With `kept` (not nullptr; `ld` >=
   /// n_vec values a stage, which the backward's `replay_backward` reads),
   /// kept + s * ld holds a factor stage's input (when `learn`), a map's
   /// input, a tanh's output. `bias` receives a generic bias's row.
@@ -763,7 +788,10 @@ struct attention_kernel {
           break;
         case score_op::map:
           if (in) std::copy_n(row, n, in);
-          for (std::size_t j = 0; j < n; ++j) row[j] = st.fn(st.ctx, row[j]);
+          if (st.fn_row)
+            st.fn_row(st.ctx, row, row, n);
+          else
+            for (std::size_t j = 0; j < n; ++j) row[j] = st.fn(st.ctx, row[j]);
           break;
         case score_op::causal: {
           const key_range kept_cols = causal_kept_columns(st, i, j0, n);

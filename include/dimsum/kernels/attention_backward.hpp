@@ -391,7 +391,10 @@ struct attention_backward_kernel {
           for (std::size_t j = 0; j < n_vec; j += W) ops::storeu(d + j, ops::loadu(d + j) / v);
           break;
         case score_op::map:
-          for (std::size_t j = 0; j < n; ++j) d[j] *= st.dfn(st.ctx, in[j]);
+          if (st.dfn_row)
+            st.dfn_row(st.ctx, in, d, n);
+          else
+            for (std::size_t j = 0; j < n; ++j) d[j] *= st.dfn(st.ctx, in[j]);
           break;
         case score_op::tanh:
           for (std::size_t j = 0; j < n_vec; j += W) {

@@ -14,6 +14,7 @@
 /// On vars (grad/rules/embedding.hpp) the table may be a learned parameter.
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -126,7 +127,51 @@ class lookup_expr : public expression_tag {
     /// (after seek): dtable laid out as the table, summed in double (an
     /// element of a bucketed bias sums up to p^2 scores' gradients).
     void scatter(std::size_t j0, std::size_t n, const value_type* g, double* dtable) const {
-      for (std::size_t x = 0; x < n; ++x) dtable[offset(j0 + x)] += static_cast<double>(g[x]);
+      if constexpr (has_runs) {
+        for (std::size_t j = j0, end = j0 + n; j < end;) {  // a run of equal ids adds to one element
+          const std::size_t len = ids.run(j, end);
+          dtable[offset(j)] += sum(g + (j - j0), len);
+          j += len;
+        }
+      } else {
+        for (std::size_t x = 0; x < n; ++x) dtable[offset(j0 + x)] += static_cast<double>(g[x]);
+      }
+    }
+    /// out[x] = the element at innermost j0 + x for x in [0, n) (after
+    /// seek): a run of equal ids (when the ids tell their runs, as T5's
+    /// buckets do) read once and filled.
+    template <class Out>
+    void gather(std::size_t j0, std::size_t n, Out* out) const {
+      if constexpr (has_runs) {
+        for (std::size_t j = j0, end = j0 + n; j < end;) {
+          const std::size_t len = ids.run(j, end);
+          const auto value = static_cast<Out>(table[offset(j)]);
+          Out* o = out + (j - j0);
+          std::size_t x = 0;
+          for (; x + 16 <= len; x += 16)  // a loop of known length: vector stores, even at -O2
+            for (std::size_t l = 0; l < 16; ++l) o[x + l] = value;
+          for (; x < len; ++x) o[x] = value;
+          j += len;
+        }
+      } else {
+        for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<Out>(table[offset(j0 + x)]);
+      }
+    }
+
+   private:
+    // runs of equal ids along the innermost index: only when the table's
+    // column does not move with it
+    static constexpr bool has_runs =
+        emb_pos != R - 1 && requires(const IdEv& e, std::size_t j) { { e.run(j, j) } -> std::convertible_to<std::size_t>; };
+    /// sum of g[0, n) in double, four sums interleaved (no chain of
+    /// dependent additions along a long run)
+    static double sum(const value_type* g, std::size_t n) {
+      double s[4] = {0.0, 0.0, 0.0, 0.0};
+      std::size_t x = 0;
+      for (; x + 4 <= n; x += 4)
+        for (std::size_t l = 0; l < 4; ++l) s[l] += static_cast<double>(g[x + l]);
+      for (; x < n; ++x) s[0] += static_cast<double>(g[x]);
+      return (s[0] + s[1]) + (s[2] + s[3]);
     }
   };
 

@@ -84,6 +84,15 @@ class t5_relative_bucket_expr : public expression_tag {
     hi_ = extents[1] == 0 ? 0 : static_cast<std::int64_t>(std::min(extents[1] - 1, reach));
     buckets_.resize(static_cast<std::size_t>(hi_ - lo_ + 1));
     for (std::int64_t d = lo_; d <= hi_; ++d) buckets_[static_cast<std::size_t>(d - lo_)] = f(d);
+    // where each distance's run of equal buckets ends, upward and downward
+    // (`run`: a row's runs found in one read each)
+    const std::size_t n = buckets_.size();
+    run_up_.resize(n);
+    run_down_.resize(n);
+    for (std::size_t x = n; x-- > 0;)
+      run_up_[x] = x + 1 < n && buckets_[x + 1] == buckets_[x] ? run_up_[x + 1] : lo_ + static_cast<std::int64_t>(x);
+    for (std::size_t x = 0; x < n; ++x)
+      run_down_[x] = x > 0 && buckets_[x - 1] == buckets_[x] ? run_down_[x - 1] : lo_ + static_cast<std::int64_t>(x);
   }
 
   const std::array<std::size_t, 2>& extents() const { return extents_; }
@@ -95,7 +104,8 @@ class t5_relative_bucket_expr : public expression_tag {
   auto evaluator() const {
     constexpr std::size_t q = index_of<Root>(Q::name.view());
     constexpr std::size_t k = index_of<Root>(K::name.view());
-    return evaluator_type<Root::size, q, k>{buckets_.data() - lo_, lo_, hi_, offset_};
+    return evaluator_type<Root::size, q, k>{buckets_.data() - lo_, lo_, hi_, offset_, run_up_.data() - lo_,
+                                            run_down_.data() - lo_};
   }
   void eval_to(const strided<value_type, 2>& dst) const {
     auto ev = evaluator<dims>();
@@ -108,6 +118,10 @@ class t5_relative_bucket_expr : public expression_tag {
     const std::int64_t* at_zero;  // the bucket of distance 0 (indexed by distance)
     std::int64_t lo, hi;
     std::size_t offset;
+    // the last (first) distance of the run of equal buckets from each
+    // distance upward (downward), indexed by distance
+    const std::int64_t* up_at_zero;
+    const std::int64_t* down_at_zero;
     std::size_t qi = 0, ki = 0;
     void seek(const std::size_t* idx) {
       if constexpr (QP != R - 1) qi = idx[QP];
@@ -120,13 +134,39 @@ class t5_relative_bucket_expr : public expression_tag {
                                     : -static_cast<std::int64_t>(std::min<std::size_t>(q - k, std::size_t(-lo)));
       return at_zero[d];
     }
+    /// How many innermost indices from j (j < end) have the bucket of j:
+    /// the distances clamped together beyond the reach, then the equal
+    /// buckets in a row (the log-spaced ones), so that a gather or scatter
+    /// along a row (`lookup`) reads each run's bucket once.
+    std::size_t run(std::size_t j, std::size_t end) const {
+      if constexpr (QP != R - 1 && KP != R - 1) {
+        return end - j;  // the innermost index is neither position: one bucket
+      } else {
+        // u = k - (q + offset), unclamped: it grows with j when the keys
+        // are innermost, falls when the queries are; the distances of a
+        // run's buckets end at `last` (clamping extends a run that reaches
+        // lo or hi past it)
+        const auto q = static_cast<std::int64_t>((QP == R - 1 ? j : qi) + offset);
+        const auto k = static_cast<std::int64_t>(KP == R - 1 ? j : ki);
+        const std::int64_t u = k - q, c = u < lo ? lo : u > hi ? hi : u;
+        if constexpr (KP == R - 1) {
+          const std::int64_t last = up_at_zero[c];
+          if (last == hi) return end - j;
+          return std::min(end - j, static_cast<std::size_t>(last - u + 1));
+        } else {
+          const std::int64_t last = down_at_zero[c];
+          if (last == lo) return end - j;
+          return std::min(end - j, static_cast<std::size_t>(u - last + 1));
+        }
+      }
+    }
   };
 
   std::array<std::size_t, 2> extents_;
   std::size_t offset_;
   t5_bucket function_;
   std::int64_t lo_ = 0, hi_ = 0;
-  std::vector<std::int64_t> buckets_;
+  std::vector<std::int64_t> buckets_, run_up_, run_down_;
 };
 
 namespace detail {

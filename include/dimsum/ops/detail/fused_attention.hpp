@@ -84,6 +84,7 @@ struct bias_rows {
       if (s == 1) return void(std::copy_n(ev.base + j0, n, out));
       if (s == 0) return void(std::fill_n(out, n, *ev.base));
     }
+    if constexpr (requires { ev.gather(j0, n, out); }) return ev.gather(j0, n, out);  // a gather, run by run
     for (std::size_t x = 0; x < n; ++x) out[x] = static_cast<T>(ev[j0 + x]);
   }
   /// A gathered bias (`lookup`, whose evaluator can scatter): adds
@@ -248,6 +249,15 @@ void with_stages(const E& e, kernels::attention_args<T, Stored>& args, const Lab
       st.ctx = &e.op().f;
       st.fn = [](const void* ctx, T s) { return static_cast<T>((*static_cast<const Fn*>(ctx))(s)); };
       st.dfn = [](const void* ctx, T s) { return static_cast<T>(static_cast<const Fn*>(ctx)->derivative(s)); };
+      // a row per call: the function inlined into the loop (kernels::map_row)
+      st.fn_row = [](const void* ctx, const T* in, T* out, std::size_t n) {
+        const Fn& fn = *static_cast<const Fn*>(ctx);
+        kernels::map_row(in, out, n, [&](T x, std::size_t) { return static_cast<T>(fn(x)); });
+      };
+      st.dfn_row = [](const void* ctx, const T* in, T* d, std::size_t n) {
+        const Fn& fn = *static_cast<const Fn*>(ctx);
+        kernels::map_row(in, d, n, [&](T x, std::size_t j) { return d[j] * static_cast<T>(fn.derivative(x)); });
+      };
       f();
     });
   } else if constexpr (C::k == kind::factor_right || C::k == kind::factor_left) {
