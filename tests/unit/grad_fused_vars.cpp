@@ -715,10 +715,12 @@ TEST_CASE("a map stage without its row functions (score_stage::fn and dfn only) 
   const HO r = random_tensor(HO(batch{2}, head{2}, q_posn{nq}, d_value{3}), 54);
   const auto wavy = with_derivative([](double s) { return s > 0 ? s + 0.3 * std::sin(3 * s) : s / 2; },
                                     [](double s) { return s > 0 ? 1 + 0.9 * std::cos(3 * s) : 0.5; });
+  // one expression: the lazy result owns its temporaries (a named local
+  // scores expression would be referenced after the lambda returns)
   auto chain = [&](auto unfused, const auto& q, const auto& k, const auto& v) {
-    auto s = map(wavy, head_scores<decltype(unfused)::value>(q, k) * 0.4);
     return einsum<"batch head q_posn k_posn, batch head k_posn d_value -> batch head q_posn d_value">(
-        softmax<k_posn>(causal_mask<q_posn, k_posn>(s, ninf)), v);
+        softmax<k_posn>(causal_mask<q_posn, k_posn>(map(wavy, head_scores<decltype(unfused)::value>(q, k) * 0.4), ninf)),
+        v);
   };
   HO out(batch{2}, head{2}, q_posn{nq}, d_value{3});
   HQ dq = HQ::from_extents(q0.extents());
