@@ -18,7 +18,6 @@
 // rank (ring_bytes, payload_bytes, collectives); with --out it writes the
 // first step's gradients as raw float32 in dimsum_train.cpp's order (W_Q,
 // W_K, W_V, W_O, b_Q, b_K, b_V, b_O).
-#include <malloc.h>
 
 #include <cmath>
 #include <cstdio>
@@ -110,15 +109,7 @@ int run(const bench::peer_args& args) {
     if (grads.empty()) grads = packed;
     opt.step(w);
   };
-  step();  // AdamW's state allocated, the gradients kept
-  const std::vector<float> first = grads;
-  malloc_trim(0);
-  const bench::mpi_call_cost cost = bench::measure_mpi_call(step);
-  const double median = bench::median_ms_between_barriers(step, args.reps);
-  if (me != 0) return 0;
-  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
-  bench::print_mpi_result(cost, median);
-  return bench::write_floats(args.out_path, first.data(), first.size());
+  return bench::time_training_step(step, grads, args, me);
 }
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <malloc.h>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,23 @@ inline int write_floats(const std::string& path, const float* data, std::size_t 
   if (!f) return 1;
   const bool written = std::fwrite(data, sizeof(float), n, f) == n;
   return std::fclose(f) == 0 && written ? 0 : 1;
+}
+
+/// The training peers' ending: one `step` (the optimizer's state allocated,
+/// `grads` holding the first step's gradients, kept for --out), then the
+/// step's cost and median time; rank 0 prints them and writes the kept
+/// gradients. The exit code.
+template <class Step>
+int time_training_step(Step& step, const std::vector<float>& grads, const peer_args& args, int me) {
+  step();
+  const std::vector<float> first = grads;
+  malloc_trim(0);
+  const mpi_call_cost cost = measure_mpi_call(step);
+  const double median = median_ms_between_barriers(step, args.reps);
+  if (me != 0) return 0;
+  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
+  print_mpi_result(cost, median);
+  return write_floats(args.out_path, first.data(), first.size());
 }
 
 /// main of an MPI peer: `run(args)` on every rank inside
