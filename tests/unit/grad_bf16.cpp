@@ -543,6 +543,64 @@ struct module_stack {
 /// weight and bias).
 using flat_params = std::vector<std::vector<double>>;
 
+/// Fills every parameter of module m (for_each_parameter's order) with
+/// bf16-exact values, one seed per parameter from `seed` on: the one named
+/// `ones` near 1 (1 + 0.2 d), the others `spread` d, d uniform in [-1, 1];
+/// returns them as doubles.
+template <class M>
+flat_params fill_bf16_exact(M& m, unsigned seed, const std::string& ones, double spread) {
+  flat_params p;
+  dimsum::nn::for_each_parameter(m, [&](const std::string& name, auto& q) {
+    std::vector<double> v(q.value.size());
+    const bool near_one = name == ones;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::mt19937 gen(seed + unsigned(i) * 7919u);
+      const double d = std::uniform_real_distribution<double>(-1.0, 1.0)(gen);
+      v[i] = double(bf16(float((near_one ? 1.0 : 0.0) + d * (near_one ? 0.2 : spread))));
+      q.value.data()[i] = float(v[i]);
+    }
+    p.push_back(std::move(v));
+    ++seed;
+  });
+  return p;
+}
+
+/// Checks each parameter's float32 gradient in m against central finite
+/// differences of `loss64` (a function of the parameters p in double):
+/// within 12 u of the tensor's largest gradient. The number of parameters.
+template <class M, class Loss>
+std::size_t check_master_gradients(const M& m, const flat_params& p, Loss loss64) {
+  std::size_t k = 0;
+  double worst = 0;
+  dimsum::nn::for_each_parameter(m, [&](const std::string& name, const auto& q) {
+    static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(q.grad)>::value_type, float>);
+    std::vector<double> ref(p[k].size());
+    double scale = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double h = 1e-6;
+      flat_params plus = p, minus = p;
+      plus[k][i] += h, minus[k][i] -= h;
+      ref[i] = (loss64(plus) - loss64(minus)) / (2 * h);
+      scale = std::max(scale, std::abs(ref[i]));
+    }
+    REQUIRE(q.grad.size() == ref.size());
+    std::size_t bad = 0;
+    double err = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double e = std::abs(double(q.grad.data()[i]) - ref[i]);
+      err = std::max(err, e);
+      if (!(e <= 12 * u * scale)) ++bad;
+    }
+    worst = std::max(worst, err / (u * scale));
+    INFO(name << ": largest gradient " << scale << ", largest difference " << err << " (" << err / (u * scale) << " u)");
+    CHECK(scale > 0);
+    CHECK(bad == 0);
+    ++k;
+  });
+  UNSCOPED_INFO("worst difference " << worst << " u of its tensor's largest gradient");
+  return k;
+}
+
 /// L = sum(head(ln(mlp(x))) * r) in float64, plain loops, PyTorch's
 /// layouts (a linear's weight is (out, in)), exact GELU, layer norm eps 1e-5.
 double stack_loss64(const flat_params& p, const std::vector<double>& x, const std::vector<double>& r, std::size_t rows,
@@ -599,20 +657,7 @@ TEST_CASE("nn modules on a bf16 var watch their float32 parameters as bf16 copie
   const std::size_t rows = 6, dc = 16, dh = 32, db = 5;
   module_stack m{dimsum::nn::gelu_mlp<float, c, hidden>(c{dc}, hidden{dh}), dimsum::nn::layer_norm<float, c>(c{dc}),
                  dimsum::nn::linear<float, c, b>(c{dc}, b{db})};
-  flat_params p;
-  unsigned seed = 700;
-  dimsum::nn::for_each_parameter(m, [&](const std::string& name, auto& q) {
-    std::vector<double> v(q.value.size());
-    const bool ln_weight = name == "ln.weight";
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      std::mt19937 gen(seed + unsigned(i) * 7919u);
-      const double d = std::uniform_real_distribution<double>(-1.0, 1.0)(gen);
-      v[i] = double(bf16(float((ln_weight ? 1.0 : 0.0) + d * (ln_weight ? 0.2 : 0.4))));
-      q.value.data()[i] = float(v[i]);
-    }
-    p.push_back(std::move(v));
-    ++seed;
-  });
+  const flat_params p = fill_bf16_exact(m, 700, "ln.weight", 0.4);
   REQUIRE(p.size() == 8);
   using X = tensor<double, a, c>;
   using R = tensor<double, a, b>;
@@ -629,34 +674,8 @@ TEST_CASE("nn modules on a bf16 var watch their float32 parameters as bf16 copie
     t.backward(dimsum::einsum<>(y * to_bf16(r)));
   }
   static_assert(std::is_same_v<decltype(m.mlp.c_fc.weight.grad), tensor<float, hidden, c>>);
-  std::size_t k = 0;
-  double worst = 0;
-  dimsum::nn::for_each_parameter(m, [&](const std::string& name, const auto& q) {
-    std::vector<double> ref(p[k].size());
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double h = 1e-6;
-      flat_params plus = p, minus = p;
-      plus[k][i] += h, minus[k][i] -= h;
-      ref[i] = (stack_loss64(plus, xv, rv, rows, dc, dh, db) - stack_loss64(minus, xv, rv, rows, dc, dh, db)) / (2 * h);
-    }
-    double scale = 0;
-    for (double g : ref) scale = std::max(scale, std::abs(g));
-    REQUIRE(q.grad.size() == ref.size());
-    std::size_t bad = 0;
-    double err = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double e = std::abs(double(q.grad.data()[i]) - ref[i]);
-      err = std::max(err, e);
-      if (!(e <= 12 * u * scale)) ++bad;
-    }
-    worst = std::max(worst, err / (u * scale));
-    INFO(name << ": largest gradient " << scale << ", largest difference " << err << " (" << err / (u * scale) << " u)");
-    CHECK(scale > 0);
-    CHECK(bad == 0);
-    ++k;
-  });
-  UNSCOPED_INFO("worst difference " << worst << " u of its tensor's largest gradient");
-  CHECK(k == 8);
+  CHECK(check_master_gradients(
+            m, p, [&](const flat_params& w) { return stack_loss64(w, xv, rv, rows, dc, dh, db); }) == 8);
 
   // A float var: nothing changes, the parameters are watched as they are.
   grad::tape t;
@@ -705,20 +724,7 @@ TEST_CASE("nn::rms_norm and nn::swiglu on a bf16 var watch their float32 paramet
   // worst.
   const std::size_t rows = 6, dc = 16, dh = 24;
   llama_stack m{dimsum::nn::rms_norm<float, c>(c{dc}), dimsum::nn::swiglu<float, c, hidden>(c{dc}, hidden{dh})};
-  flat_params p;
-  unsigned seed = 900;
-  dimsum::nn::for_each_parameter(m, [&](const std::string& name, auto& q) {
-    std::vector<double> v(q.value.size());
-    const bool norm_weight = name == "norm.weight";
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      std::mt19937 gen(seed + unsigned(i) * 7919u);
-      const double d = std::uniform_real_distribution<double>(-1.0, 1.0)(gen);
-      v[i] = double(bf16(float((norm_weight ? 1.0 : 0.0) + d * (norm_weight ? 0.2 : 0.5))));
-      q.value.data()[i] = float(v[i]);
-    }
-    p.push_back(std::move(v));
-    ++seed;
-  });
+  const flat_params p = fill_bf16_exact(m, 900, "norm.weight", 0.5);
   REQUIRE(p.size() == 4);
   using X = tensor<double, a, c>;
   const X x = random_bf16(X::from_extents({rows, dc}), 91);
@@ -731,32 +737,5 @@ TEST_CASE("nn::rms_norm and nn::swiglu on a bf16 var watch their float32 paramet
     static_assert(std::is_same_v<decltype(y), grad::var<bf16, a, c>>);
     t.backward(dimsum::einsum<>(y * to_bf16(r)));
   }
-  std::size_t k = 0;
-  double worst = 0;
-  dimsum::nn::for_each_parameter(m, [&](const std::string& name, const auto& q) {
-    static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(q.grad)>::value_type, float>);
-    double scale = 0, err = 0;
-    std::size_t bad = 0;
-    std::vector<double> ref(p[k].size());
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double h = 1e-6;
-      flat_params plus = p, minus = p;
-      plus[k][i] += h, minus[k][i] -= h;
-      ref[i] = (llama_loss64(plus, xv, rv, rows, dc, dh) - llama_loss64(minus, xv, rv, rows, dc, dh)) / (2 * h);
-      scale = std::max(scale, std::abs(ref[i]));
-    }
-    REQUIRE(q.grad.size() == ref.size());
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double e = std::abs(double(q.grad.data()[i]) - ref[i]);
-      err = std::max(err, e);
-      if (!(e <= 12 * u * scale)) ++bad;
-    }
-    worst = std::max(worst, err / (u * scale));
-    INFO(name << ": largest gradient " << scale << ", largest difference " << err << " (" << err / (u * scale) << " u)");
-    CHECK(scale > 0);
-    CHECK(bad == 0);
-    ++k;
-  });
-  UNSCOPED_INFO("worst difference " << worst << " u of its tensor's largest gradient");
-  CHECK(k == 4);
+  CHECK(check_master_gradients(m, p, [&](const flat_params& w) { return llama_loss64(w, xv, rv, rows, dc, dh); }) == 4);
 }
