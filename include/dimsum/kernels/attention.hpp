@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -174,10 +175,13 @@ struct score_bias {
 /// makes the whole tile read its masks, and the backward computes the empty
 /// blocks between live blocks of a key tile). Blocks
 /// outside the key range a causal or window stage keeps are not counted
-/// (that range skips them). For tests and tuning: set
+/// (that range skips them). Also the key tiles (of any size) whose
+/// products ran on bf16 pairs (`bf16_tiles`, see
+/// `attention_args::bf16_products`). For tests and tuning: set
 /// `attention_args::tile_counts`; each pass (forward, backward) adds.
 struct attention_tile_counts {
   std::atomic<std::size_t> skipped{0}, unmasked{0}, masked{0};
+  std::atomic<std::size_t> bf16_tiles{0};
   std::size_t rows = 0, cols = 0;
 };
 
@@ -223,6 +227,14 @@ struct attention_args {
   /// When set, the block mask's decisions are added to it (see
   /// `attention_tile_counts`).
   attention_tile_counts* tile_counts = nullptr;
+  /// T = float only: Q, K and V hold bf16 numbers (exact in float), as the
+  /// bf16 attention (kernels/attention_bf16.hpp) passes them. Where the
+  /// build has AVX512-BF16 (`avx512_bf16_arch::supported()`), the query
+  /// tiles' Q·Kᵀ and P·V then run on `vdpbf16ps` with float32 sums, P
+  /// rounded to bf16 (to nearest even) for P·V as FlashAttention's bf16
+  /// kernels round it; the softmax statistics stay the float P's. Else,
+  /// and for the few-rows path, the float arithmetic.
+  bool bf16_products = false;
 
   std::size_t batch_size() const noexcept {
     std::size_t s = 1;
@@ -577,16 +589,47 @@ struct attention_kernel {
   static constexpr std::size_t BR = round_up(64, MR);   // query rows per tile
   static constexpr std::size_t BC = round_up(128, NR);  // keys per tile
   static constexpr std::size_t few_rows = 4;            // at most this many query rows: run_row
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+  /// Whether this arch can run the products on bf16 pairs (`vdpbf16ps`,
+  /// `bf16_products`): the AVX-512 float tiles, 12 rows by 2 vectors.
+  static constexpr bool dot_arch = std::is_same_v<T, float> && std::is_base_of_v<xsimd::avx512f, Arch> && NR % 16 == 0;
+#else
+  static constexpr bool dot_arch = false;
+#endif
 
   const attention_args<T>& a;
+  /// The query tiles' products run on bf16 pairs (see `bf16_products`).
+  bool dot = false;
+  /// This kernel's number among every kernel made (the bf16 pairs' packing
+  /// is kept from one work item of a thread to its next within one call).
+  std::uint64_t call_id = next_call_id();
+  static std::uint64_t next_call_id() noexcept {
+    static std::atomic<std::uint64_t> calls{0};
+    return calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  /// What a thread's scratch last held of the bf16 pairs: the call, the
+  /// scratch's reservation count when they were packed, and the keys of
+  /// which batch index were packed. Valid for the thread's next item of the
+  /// same call when that item's own reservation is the only one since.
+  struct pair_packing {
+    std::uint64_t call = 0, reservations = 0;
+    const bf16* kp2 = nullptr;
+    std::size_t batch = 0, from = 0, keys = 0;
+  };
+  static pair_packing& last_pair_packing() noexcept {
+    thread_local pair_packing p;
+    return p;
+  }
   bool vanish[max_score_stages] = {};  // masked_keys_vanish of each causal stage
   bool has_map = false;  // a map stage: prepare_row runs the stages a row at a time (`stage_row`)
   std::size_t dv_pad, nk_pad;
+  std::size_t dk2;  // dk rounded up to pairs (the bf16 products)
   std::ptrdiff_t s_row_off[BR], col_off[BC];
   std::ptrdiff_t o_row_off[BR];
 
   explicit attention_kernel(const attention_args<T>& args)
-      : a(args), dv_pad(round_up(args.dv, NR)), nk_pad(round_up(args.nk, NR)) {
+      : a(args), dot(dot_arch && args.bf16_products && args.nq > few_rows), dv_pad(round_up(args.dv, NR)),
+        nk_pad(round_up(args.nk, NR)), dk2(round_up(args.dk, 2)) {
     for (std::size_t s = 0; s < a.n_stages; ++s)
       vanish[s] = a.stages[s].op == score_op::causal && masked_keys_vanish(a, s);
     for (std::size_t s = 0; s < a.n_stages; ++s) has_map = has_map || a.stages[s].op == score_op::map;
@@ -600,6 +643,11 @@ struct attention_kernel {
   /// The per-thread buffers, carved from one scratch block.
   struct buffers {
     T *kp, *vp, *qp, *s, *o, *m, *l, *z, *bias, *row_masks;
+    // The bf16 products (`dot`): K in NR-key panels of d pairs
+    // (kp2[panel][d / 2][NR][2]), V in NR-column panels of key pairs
+    // (vp2[panel][j / 2][NR][2]), the query tile's Q rows (q2[r][dk2]) and
+    // P rows (p2[r][BC]) row-major, all zero-padded.
+    bf16 *kp2 = nullptr, *vp2 = nullptr, *q2 = nullptr, *p2 = nullptr;
     bool* flags;  // the mask sources' flags of one tile, BR * BC per source
     std::size_t batch = static_cast<std::size_t>(-1), packed_from = 0, packed_keys = 0;
     // When set: per batch index, the V rows holding every value that is not
@@ -610,11 +658,13 @@ struct attention_kernel {
     std::size_t nonfinite_batch = static_cast<std::size_t>(-1), nonfinite_lo = 0, nonfinite_hi = 0;
   };
   std::size_t scratch_bytes() const {
-    const bool packs = a.nq > few_rows;  // run_row reads K and V in place
+    const bool packs = a.nq > few_rows && !dot;  // run_row reads K and V in place
     const std::size_t kp = packs ? nk_pad * a.dk : 0, vp = packs ? dv_pad * a.nk : 0, qp = BR * a.dk, s = BR * BC,
                       o = BR * dv_pad;
     std::size_t total = round_up(mask_sources(a) * BR * BC, scratch_alignment);
     for (std::size_t n : {kp, vp, qp, s, o, BR, BR, dv_pad, BC, max_score_stages * BC}) total += round_up(n * sizeof(T), scratch_alignment);
+    if (dot)
+      for (std::size_t n : {nk_pad * dk2, dv_pad * nk_pad, BR * dk2, BR * BC}) total += round_up(n * sizeof(bf16), scratch_alignment);
     return total;
   }
   buffers carve(void* base) const {
@@ -625,7 +675,7 @@ struct attention_kernel {
       return r;
     };
     buffers b;
-    const bool packs = a.nq > few_rows;
+    const bool packs = a.nq > few_rows && !dot;
     b.kp = take(packs ? nk_pad * a.dk : 0);
     b.vp = take(packs ? dv_pad * a.nk : 0);
     b.qp = take(BR * a.dk);
@@ -636,8 +686,161 @@ struct attention_kernel {
     b.z = take(dv_pad);
     b.bias = take(BC);
     b.row_masks = take(max_score_stages * BC);
+    if (dot) {
+      auto take2 = [&](std::size_t n) {
+        bf16* r = reinterpret_cast<bf16*>(p);
+        p += round_up(n * sizeof(bf16), scratch_alignment);
+        return r;
+      };
+      b.kp2 = take2(nk_pad * dk2);
+      b.vp2 = take2(dv_pad * nk_pad);
+      b.q2 = take2(BR * dk2);
+      b.p2 = take2(BR * BC);
+    }
     b.flags = reinterpret_cast<bool*>(p);
     return b;
+  }
+
+  /// x, a bf16 number held in a float, as that bf16 (exact: its low half is
+  /// zero), or 0 for T other than float (never called then).
+  static bf16 bf16_word(T x) noexcept {
+    if constexpr (std::is_same_v<T, float>)
+      return bf16::from_bits(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16));
+    else
+      return bf16();
+  }
+
+  /// `pack_kv` for the bf16 products: keys [from, upto) of batch index bi
+  /// (from a multiple of NR) into kp2 and vp2, zero past nk and dk.
+  void pack_kv_pairs(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
+    pair_packing& last = last_pair_packing();
+    const std::uint64_t reservations = thread_scratch().reservations();
+    if (buf.batch == static_cast<std::size_t>(-1) && last.call == call_id && last.kp2 == buf.kp2 &&
+        last.reservations + 1 == reservations) {  // this thread's previous item of this call packed them
+      buf.batch = last.batch;
+      buf.packed_from = last.from;
+      buf.packed_keys = last.keys;
+    }
+    struct remember {  // on every way out
+      pair_packing& last;
+      const buffers& buf;
+      std::uint64_t call, reservations;
+      ~remember() { last = {call, reservations, buf.kp2, buf.batch, buf.packed_from, buf.packed_keys}; }
+    } keep{last, buf, call_id, reservations};
+    if (buf.batch != bi || from < buf.packed_from) {
+      buf.batch = bi;
+      buf.packed_from = buf.packed_keys = from;
+    }
+    if (upto <= buf.packed_keys) return;
+    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
+    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
+    const std::size_t j0 = buf.packed_keys, j1 = std::min(a.nk, round_up(upto, NR));
+    for (std::size_t p = j0 / NR; p * NR < j1; ++p) {
+      bf16* dst = buf.kp2 + p * NR * dk2;
+      const std::size_t keys = std::min(NR, a.nk - p * NR);
+      if (keys < NR || dk2 != a.dk) std::fill(dst, dst + NR * dk2, bf16());
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+      if constexpr (dot_arch) {
+        if (keys == NR && a.k_col == 1 && a.k_row <= std::numeric_limits<std::int32_t>::max() / std::ptrdiff_t(NR)) {
+          // per pair of d and 16 keys: the two d gathered, rounded (exact),
+          // interleaved into the 16 keys' pairs
+          const T* base = kb + static_cast<std::ptrdiff_t>(p * NR) * a.k_row;
+          const __m512i rows = _mm512_mullo_epi32(
+              _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+              _mm512_set1_epi32(static_cast<std::int32_t>(a.k_row)));
+          const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                                 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+          for (std::size_t h = 0; h < NR; h += 16) {
+            const T* b16 = base + static_cast<std::ptrdiff_t>(h) * a.k_row;
+            for (std::size_t d = 0; d + 2 <= a.dk; d += 2) {
+              const __m512 even = _mm512_i32gather_ps(rows, b16 + d, 4), odd = _mm512_i32gather_ps(rows, b16 + d + 1, 4);
+              const __m512i w = (__m512i)_mm512_cvtne2ps_pbh(odd, even);  // even in the low half
+              _mm512_store_si512(dst + (d / 2) * 2 * NR + 2 * h, _mm512_permutexvar_epi16(pairs, w));
+            }
+            if (a.dk % 2 != 0)
+              for (std::size_t x = 0; x < 16; ++x)
+                dst[(a.dk / 2) * 2 * NR + 2 * (h + x)] =
+                    bf16_word(b16[static_cast<std::ptrdiff_t>(x) * a.k_row + static_cast<std::ptrdiff_t>(a.dk - 1)]);
+          }
+          continue;
+        }
+      }
+#endif
+      for (std::size_t x = 0; x < keys; ++x) {
+        const T* row = kb + static_cast<std::ptrdiff_t>(p * NR + x) * a.k_row;
+        for (std::size_t d = 0; d < a.dk; ++d)
+          dst[(d / 2) * 2 * NR + 2 * x + (d & 1)] = bf16_word(row[static_cast<std::ptrdiff_t>(d) * a.k_col]);
+      }
+    }
+    for (std::size_t cp = 0; cp < dv_pad / NR; ++cp) {
+      const std::size_t cols = std::min(NR, a.dv - cp * NR);
+      for (std::size_t jq = j0 / 2; 2 * jq < j1; ++jq) {
+        bf16* dst = buf.vp2 + (cp * (nk_pad / 2) + jq) * 2 * NR;
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+        if constexpr (dot_arch && NR == 32) {
+          if (cols == NR && a.v_col == 1 && 2 * jq + 1 < a.nk) {
+            // two V rows of 32 columns: rounded (exact), interleaved by column
+            const T* r0 = vb + static_cast<std::ptrdiff_t>(2 * jq) * a.v_row + static_cast<std::ptrdiff_t>(cp * NR);
+            const T* r1 = r0 + a.v_row;
+            const __m512i w0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r0 + 16), _mm512_loadu_ps(r0));
+            const __m512i w1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r1 + 16), _mm512_loadu_ps(r1));
+            const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
+                                                38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+            const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+            _mm512_store_si512(dst, _mm512_permutex2var_epi16(w0, lo, w1));
+            _mm512_store_si512(dst + 32, _mm512_permutex2var_epi16(w0, hi, w1));
+            continue;
+          }
+        }
+#endif
+        for (std::size_t s = 0; s < 2; ++s) {
+          const std::size_t j = 2 * jq + s;
+          std::size_t c = 0;
+          if (j < a.nk) {
+            const T* src = vb + static_cast<std::ptrdiff_t>(j) * a.v_row + static_cast<std::ptrdiff_t>(cp * NR) * a.v_col;
+            for (; c < cols; ++c) dst[2 * c + s] = bf16_word(src[static_cast<std::ptrdiff_t>(c) * a.v_col]);
+          }
+          for (; c < NR; ++c) dst[2 * c + s] = bf16();
+        }
+      }
+    }
+    buf.packed_keys = j1;
+  }
+
+  /// Q rows [i0, i0 + rows) as bf16 into q2 (row stride dk2), and the rows
+  /// up to whole MR panels zero in q2 and in p2 (the products read them;
+  /// their results are never used).
+  void pack_q_pairs(buffers& buf, const T* qb, std::size_t i0, std::size_t rows) const {
+    const std::size_t padded = round_up(rows, MR);
+    for (std::size_t r = 0; r < padded; ++r) {
+      bf16* dst = buf.q2 + r * dk2;
+      std::size_t d = 0;
+      if (r < rows) {
+        const T* src = qb + static_cast<std::ptrdiff_t>(i0 + r) * a.q_row;
+        if (a.q_col == 1) {
+          round_p_row(src, a.dk / 16 * 16, dst);  // exact: bf16 numbers
+          d = a.dk / 16 * 16;
+        }
+        for (; d < a.dk; ++d) dst[d] = bf16_word(src[static_cast<std::ptrdiff_t>(d) * a.q_col]);
+      } else {
+        std::fill(buf.p2 + r * BC, buf.p2 + (r + 1) * BC, bf16());
+      }
+      for (; d < dk2; ++d) dst[d] = bf16();
+    }
+  }
+
+  /// Row r of P (n_vec floats, 0 past the tile's keys) rounded to bf16 into p2.
+  static void round_p_row(const T* row, std::size_t n_vec, bf16* dst) noexcept {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (std::is_same_v<T, float>) {
+      std::size_t j = 0;
+      for (; j + 16 <= n_vec; j += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row + j)));
+      for (; j < n_vec; ++j) dst[j] = bf16(row[j]);
+      return;
+    }
+#endif
+    for (std::size_t j = 0; j < n_vec; ++j) dst[j] = bf16(static_cast<float>(row[j]));
   }
 
   /// Packs keys [from, upto) of batch index bi (from a multiple of NR; the
@@ -1076,6 +1279,36 @@ struct attention_kernel {
     return {j0, to - j0, full};
   }
 
+  /// The bf16 products of one key tile [j0, j0 + n) (`dot`): S = Q Kᵀ
+  /// into the score rows (`scores`, whole NR panels: the columns past n_vec
+  /// are never read), else O += P V from p2.
+  void products_on_pairs(buffers& buf, std::size_t panels, std::size_t j0, std::size_t n, std::size_t n_vec,
+                         bool scores) const {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (dot_arch) {
+      using dot_kernel = bf16_dot_kernel<MR, NR / 16>;
+      if (scores) {
+        for (std::size_t jp = 0; jp < n_vec; jp += NR)
+          for (std::size_t p = 0; p < panels; ++p) {
+            const tile_target<T> t{buf.s, s_row_off + p * MR, col_off + jp, MR, NR, true, T(1), T(0)};
+            dot_kernel::run_strided(dk2 / 2, buf.q2 + p * MR * dk2, dk2, buf.kp2 + (j0 + jp) * dk2, false, t);
+          }
+        return;
+      }
+      // an odd n: the last pair's second key is the next tile's (or none);
+      // P is 0 there and the kernel clears V's half
+      for (std::size_t cp = 0; cp < dv_pad; cp += NR)
+        for (std::size_t p = 0; p < panels; ++p) {
+          const tile_target<T> t{buf.o, o_row_off + p * MR, col_off + cp, MR, NR, true, T(1), T(1)};
+          dot_kernel::run_strided((n + 1) / 2, buf.p2 + p * MR * BC, BC, buf.vp2 + ((cp / NR) * nk_pad + j0) * NR,
+                                  n % 2 != 0, t);
+        }
+      return;
+    }
+#endif
+    (void)buf, (void)panels, (void)j0, (void)n, (void)n_vec, (void)scores;
+  }
+
   /// One query tile [i0, i0 + rows) of batch index bi.
   void run_tile(buffers& buf, const block_mask<T>& blocks, std::size_t bi, std::size_t i0, std::size_t rows) const {
     using ops = simd_ops<T, Arch>;
@@ -1088,10 +1321,15 @@ struct attention_kernel {
     while (blocks.active() && kept.lo < key_end && block_skippable(buf, blocks, bi, i0 / BR, kept.lo)) kept.lo += NR;
     kept.lo = std::min(kept.lo, key_end);
     count_blocks(a.tile_counts, block_kind::empty, (kept.lo - causal_lo + NR - 1) / NR);
-    pack_kv(buf, bi, kept.lo, key_end);
     const T* qb = a.q + a.batch_offset(a.q_batch, bi);
     const bool q_rows = a.q_col == 1;  // Q read in place, else packed
-    if (!q_rows) pack_q(buf, qb, i0, rows);
+    if (dot) {
+      pack_kv_pairs(buf, bi, kept.lo, key_end);
+      pack_q_pairs(buf, qb, i0, rows);
+    } else {
+      pack_kv(buf, bi, kept.lo, key_end);
+      if (!q_rows) pack_q(buf, qb, i0, rows);
+    }
     const std::size_t panels = (rows + MR - 1) / MR;
     std::fill(buf.o, buf.o + panels * MR * dv_pad, T(0));
     T m0, l0;
@@ -1108,15 +1346,20 @@ struct attention_kernel {
       const std::size_t n_vec = round_up(n, W);  // <= BC: NR is a multiple of W
       // S = Q Kᵀ for the tile, the columns [0, n_vec) (a last panel of one
       // vector runs on one vector column).
-      for (std::size_t jp = 0; jp < n; jp += NR)
-        for (std::size_t p = 0; p < panels; ++p) {
-          const tile_target<T> t{buf.s, s_row_off + p * MR, col_off + jp, MR, std::min(NR, n_vec - jp), true, T(1), T(0)};
-          if (q_rows)
-            kernel::run_with(a.dk, rows_of(qb + static_cast<std::ptrdiff_t>(i0) * a.q_row, a.q_row, p, rows),
-                             buf.kp + (j0 + jp) * a.dk, t);
-          else
-            kernel::run(a.dk, buf.qp + p * MR * a.dk, buf.kp + (j0 + jp) * a.dk, t);
-        }
+      if (dot) {
+        products_on_pairs(buf, panels, j0, n, n_vec, true);
+        if (a.tile_counts) a.tile_counts->bf16_tiles.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        for (std::size_t jp = 0; jp < n; jp += NR)
+          for (std::size_t p = 0; p < panels; ++p) {
+            const tile_target<T> t{buf.s, s_row_off + p * MR, col_off + jp, MR, std::min(NR, n_vec - jp), true, T(1), T(0)};
+            if (q_rows)
+              kernel::run_with(a.dk, rows_of(qb + static_cast<std::ptrdiff_t>(i0) * a.q_row, a.q_row, p, rows),
+                               buf.kp + (j0 + jp) * a.dk, t);
+            else
+              kernel::run(a.dk, buf.qp + p * MR * a.dk, buf.kp + (j0 + jp) * a.dk, t);
+          }
+      }
       // Stages, online softmax, rescale of the accumulator (still zero
       // before the first key tile). Rows are whole vectors (n_vec): the lanes
       // past n hold -inf after the stages, so the softmax steps need no
@@ -1132,12 +1375,17 @@ struct attention_kernel {
       }
       first = false;
       // O += P V for the tile, P read from the score rows in place.
-      for (std::size_t cp = 0; cp < dv_pad; cp += NR)
-        for (std::size_t p = 0; p < panels; ++p) {
-          const tile_target<T> t{buf.o, o_row_off + p * MR, col_off + cp, MR, NR, true, T(1), T(1)};
-          kernel::run_with(n, rows_of(buf.s, static_cast<std::ptrdiff_t>(BC), p, rows),
-                           buf.vp + ((cp / NR) * a.nk + j0) * NR, t);
-        }
+      if (dot) {
+        for (std::size_t r = 0; r < rows; ++r) round_p_row(buf.s + r * BC, n_vec, buf.p2 + r * BC);
+        products_on_pairs(buf, panels, j0, n, n_vec, false);
+      } else {
+        for (std::size_t cp = 0; cp < dv_pad; cp += NR)
+          for (std::size_t p = 0; p < panels; ++p) {
+            const tile_target<T> t{buf.o, o_row_off + p * MR, col_off + cp, MR, NR, true, T(1), T(1)};
+            kernel::run_with(n, rows_of(buf.s, static_cast<std::ptrdiff_t>(BC), p, rows),
+                             buf.vp + ((cp / NR) * a.nk + j0) * NR, t);
+          }
+      }
     }
     if ((kept.lo > 0 || key_end < a.nk) && skipped_keys_term(buf, bi, kept))
       for (std::size_t r = 0; r < rows; ++r)

@@ -1,12 +1,16 @@
 #pragma once
 /// \file
-/// The fused attention on bf16 Q, K and V (`attention_args<float, bf16>`):
-/// float32 arithmetic throughout, bf16 only in memory. Each batch index is
-/// run as its own float attention (kernels/attention.hpp): its Q, K and V
-/// are converted to float (exactly) into the running thread's scratch as
-/// they are loaded, the float kernel computes the scores, the softmax
-/// statistics (lse) and P·V in float, and the output is rounded to bf16
-/// once. The extra memory is one batch index's Q, K, V and output in float
+/// The fused attention on bf16 Q, K and V (`attention_args<float, bf16>`),
+/// every sum in float32. Each batch index is run as its own float attention
+/// (kernels/attention.hpp): its Q, K and V are converted to float (exactly)
+/// into the running thread's scratch as they are loaded, the float kernel
+/// computes the scores, the softmax statistics (lse) and P·V, and the
+/// output is rounded to bf16 once. Where the build has AVX512-BF16 the
+/// float kernel runs Q·Kᵀ and P·V of its query tiles on `vdpbf16ps` (two
+/// bf16 products added to a float32 sum per lane and instruction), with P
+/// rounded to bf16 for P·V (`attention_args::bf16_products`); elsewhere,
+/// and for a few query rows (decoding), in float on the converted values.
+/// The extra memory is one batch index's Q, K, V and output in float
 /// per thread; the scores are never materialised, as for float. The score
 /// stages, the bias, the sinks and the statistics are float
 /// (`attention_args<float, bf16>` keeps them in T = float), so every stage
@@ -197,6 +201,7 @@ inline attention_args<float> batch_slice(const attention_args<float, bf16>& a, s
   if (a.lse) s.lse = a.lse + bi * a.nq;
   if (a.lse_low) s.lse_low = a.lse_low + bi * a.nq;
   s.tile_counts = a.tile_counts;
+  s.bf16_products = true;  // q, k, v hold bf16 numbers
   return s;
 }
 

@@ -139,6 +139,37 @@ struct bf16_dot_kernel {
     store(out, t);
   }
 
+  /// The same product with A read in place: row i of the tile at a + i *
+  /// lda, row-major bf16 with k innermost (so each pair of k is one 32-bit
+  /// word); kq pairs. With `odd`, the last pair's second k lies outside
+  /// the operands: A must hold 0 there, and B's half of that pair is
+  /// cleared before the product, so that a NaN or an infinity beyond the
+  /// end reaches no sum (0 * inf would). The fused attention's Q·Kᵀ and
+  /// P·V on bf16 (kernels/attention.hpp).
+  static void run_strided(std::size_t kq, const bf16* a, std::size_t lda, const bf16* __restrict pb, bool odd,
+                          const tile_target<float>& t) noexcept {
+    __m512 acc[MR][NV];
+    unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { acc[i][v] = _mm512_setzero_ps(); }); });
+    const auto* base = reinterpret_cast<const unsigned char*>(a);
+    const std::size_t row_bytes = lda * sizeof(bf16);
+#pragma GCC unroll 2
+    for (std::size_t q = 0; q < kq; ++q) {
+      // every pair's both halves, but the last one's first alone when odd
+      const __mmask32 keep = odd && q + 1 == kq ? __mmask32(0x55555555u) : __mmask32(0xffffffffu);
+      __m512i bv[NV];
+      unrolled<NV>([&](auto v) { bv[v] = _mm512_maskz_mov_epi16(keep, _mm512_load_si512(pb + v * 32)); });
+      unrolled<MR>([&](auto i) {
+        const __m512bh ai = (__m512bh)_mm512_broadcastss_ps(
+            _mm_load_ss(reinterpret_cast<const float*>(base + i * row_bytes + q * 4)));
+        unrolled<NV>([&](auto v) { acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, (__m512bh)bv[v]); });
+      });
+      pb += 2 * nr;
+    }
+    __m512 out[MR][NV];
+    unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { out[i][v] = acc[i][v]; }); });
+    store(out, t);
+  }
+
  private:
   static void store(const __m512 (&acc)[MR][NV], const tile_target<float>& t) noexcept {
     const bool read_c = t.beta != 0.0f;

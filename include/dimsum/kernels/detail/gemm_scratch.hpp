@@ -26,6 +26,7 @@ class aligned_scratch {
   /// At least `bytes` bytes, aligned to `scratch_alignment`; earlier contents
   /// are lost when it grows.
   void* reserve(std::size_t bytes) {
+    ++reservations_;
     if (bytes > capacity_) {
       release();
       // Round up to whole pages so near-equal requests do not reallocate.
@@ -35,6 +36,9 @@ class aligned_scratch {
     }
     return data_;
   }
+  /// How many times `reserve` was called: a user that finds one more than
+  /// when it last reserved knows nobody else wrote the buffer in between.
+  std::uint64_t reservations() const noexcept { return reservations_; }
 
  private:
   void release() noexcept {
@@ -44,6 +48,7 @@ class aligned_scratch {
   }
   void* data_ = nullptr;
   std::size_t capacity_ = 0;
+  std::uint64_t reservations_ = 0;
 };
 
 /// The calling thread's packing buffer.
