@@ -178,8 +178,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bench::attention_shape s = args.shape;
+  if (bf16_mode) {
+    // the bf16 attention's products: vdpbf16ps in the forward where compiled in; the backward's in float
+    const bool dot = dimsum::kernels::avx512_bf16_arch::supported();
+    std::printf("kernel=dimsum %s\n", dot ? "avx512bf16 forward, avx512f backward" : dimsum::kernel_isa());
+    return run_bf16(args, train_mode);
+  }
   std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
-  if (bf16_mode) return run_bf16(args, train_mode);
   const std::size_t n = s.b * s.p * s.h * s.d;
   const float scale = 1.0f / std::sqrt(float(s.d));
   const float inf = std::numeric_limits<float>::infinity();

@@ -3,12 +3,14 @@ masked_fill, softmax; repeat_interleave for grouped-query heads), the peer of
 bench/peers/dimsum_variants.cpp in `bench/compare --variants`; and the same
 code in float64 as the reference. Inputs follow bench/peers/inputs.hpp.
 
-    /usr/bin/python3 torch_variants.py VARIANT B P M H D [reps] [--out file.f32] [--train]
+    /usr/bin/python3 torch_variants.py VARIANT B P M H D [reps] [--out file.f32] [--train] [--bf16]
 
 With --train the timed call is a training step of the attention core with
 autograd: the forward, then backward of (z * r).sum() (r a fixed input), the
 learned tensors (temp, ALiBi's slopes, sinks, T5's bias table) requiring gradients too;
 --out writes z, dq, dk, dv and then the learned tensor's gradient, if any.
+With --bf16 (the causal variant only) every input is torch.bfloat16 and the
+same code runs in bf16 (PyTorch's CPU kernels for it); --out converts to float32.
 """
 import math
 import os
@@ -124,11 +126,15 @@ def main():
     out = rest[rest.index("--out") + 1] if "--out" in rest else None
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     w = inputs(variant, b, p, h, d)
+    if "--bf16" in rest:
+        if variant != "causal":
+            raise SystemExit("--bf16: the causal variant only")
+        w = {n: x.to(torch.bfloat16) if x.is_floating_point() else x for n, x in w.items()}
     run = (lambda: train_step(variant, w)) if "--train" in rest else (lambda: forward(variant, w))
     print(f"kernel={kernel()}")
     y = timed(run, reps)
     if out:
-        y.numpy().astype(np.float32).tofile(out)
+        y.float().numpy().astype(np.float32).tofile(out)
 
 
 if __name__ == "__main__":
