@@ -600,25 +600,12 @@ struct attention_kernel {
   const attention_args<T>& a;
   /// The query tiles' products run on bf16 pairs (see `bf16_products`).
   bool dot = false;
-  /// This kernel's number among every kernel made (the bf16 pairs' packing
-  /// is kept from one work item of a thread to its next within one call).
+  /// This kernel's number among every kernel made (the packed K and V are
+  /// kept from one work item of a thread to its next within one call).
   std::uint64_t call_id = next_call_id();
   static std::uint64_t next_call_id() noexcept {
     static std::atomic<std::uint64_t> calls{0};
     return calls.fetch_add(1, std::memory_order_relaxed) + 1;
-  }
-  /// What a thread's scratch last held of the bf16 pairs: the call, the
-  /// scratch's reservation count when they were packed, and the keys of
-  /// which batch index were packed. Valid for the thread's next item of the
-  /// same call when that item's own reservation is the only one since.
-  struct pair_packing {
-    std::uint64_t call = 0, reservations = 0;
-    const bf16* kp2 = nullptr;
-    std::size_t batch = 0, from = 0, keys = 0;
-  };
-  static pair_packing& last_pair_packing() noexcept {
-    thread_local pair_packing p;
-    return p;
   }
   bool vanish[max_score_stages] = {};  // masked_keys_vanish of each causal stage
   bool has_map = false;  // a map stage: prepare_row runs the stages a row at a time (`stage_row`)
@@ -701,6 +688,38 @@ struct attention_kernel {
     return b;
   }
 
+  /// What a thread's scratch last held of packed K and V: the call, the
+  /// scratch's reservation count when they were packed, where, and the keys
+  /// of which batch index. Valid for the thread's next item of the same
+  /// call when that item's own reservation is the only one since (nothing
+  /// else wrote the scratch in between).
+  struct kept_packing {
+    std::uint64_t call = 0, reservations = 0;
+    const void* panels = nullptr;
+    std::size_t batch = 0, from = 0, keys = 0;
+  };
+  /// Restores buf's packing state (batch, packed_from, packed_keys) from this
+  /// thread's previous item of this call when it is valid; the returned
+  /// guard records the state when the packing function returns.
+  struct packing_guard {
+    kept_packing& last;
+    const buffers& buf;
+    const void* panels;
+    std::uint64_t call, reservations;
+    ~packing_guard() { last = {call, reservations, panels, buf.batch, buf.packed_from, buf.packed_keys}; }
+  };
+  packing_guard resume_packing(buffers& buf, const void* panels) const {
+    thread_local kept_packing last;
+    const std::uint64_t reservations = thread_scratch().reservations();
+    if (buf.batch == static_cast<std::size_t>(-1) && last.call == call_id && last.panels == panels &&
+        last.reservations + 1 == reservations) {
+      buf.batch = last.batch;
+      buf.packed_from = last.from;
+      buf.packed_keys = last.keys;
+    }
+    return {last, buf, panels, call_id, reservations};
+  }
+
   /// x, a bf16 number held in a float, as that bf16 (exact: its low half is
   /// zero), or 0 for T other than float (never called then).
   static bf16 bf16_word(T x) noexcept {
@@ -713,20 +732,7 @@ struct attention_kernel {
   /// `pack_kv` for the bf16 products: keys [from, upto) of batch index bi
   /// (from a multiple of NR) into kp2 and vp2, zero past nk and dk.
   void pack_kv_pairs(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
-    pair_packing& last = last_pair_packing();
-    const std::uint64_t reservations = thread_scratch().reservations();
-    if (buf.batch == static_cast<std::size_t>(-1) && last.call == call_id && last.kp2 == buf.kp2 &&
-        last.reservations + 1 == reservations) {  // this thread's previous item of this call packed them
-      buf.batch = last.batch;
-      buf.packed_from = last.from;
-      buf.packed_keys = last.keys;
-    }
-    struct remember {  // on every way out
-      pair_packing& last;
-      const buffers& buf;
-      std::uint64_t call, reservations;
-      ~remember() { last = {call, reservations, buf.kp2, buf.batch, buf.packed_from, buf.packed_keys}; }
-    } keep{last, buf, call_id, reservations};
+    const packing_guard kept = resume_packing(buf, buf.kp2);
     if (buf.batch != bi || from < buf.packed_from) {
       buf.batch = bi;
       buf.packed_from = buf.packed_keys = from;
@@ -849,6 +855,7 @@ struct attention_kernel {
   void pack_kv(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
+    const packing_guard kept = resume_packing(buf, buf.kp);
     if (buf.batch != bi || from < buf.packed_from) {
       buf.batch = bi;
       buf.packed_from = buf.packed_keys = from;
