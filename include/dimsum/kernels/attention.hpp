@@ -729,18 +729,29 @@ struct attention_kernel {
       return bf16();
   }
 
-  /// `pack_kv` for the bf16 products: keys [from, upto) of batch index bi
-  /// (from a multiple of NR) into kp2 and vp2, zero past nk and dk.
-  void pack_kv_pairs(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
-    const packing_guard kept = resume_packing(buf, buf.kp2);
+  /// The keys [lo, hi) that packing keys [from, upto) of batch index bi
+  /// adds to what buf holds (none: lo >= hi; from a multiple of NR, hi
+  /// whole panels or nk); buf's state then says they are packed.
+  key_range keys_to_pack(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
     if (buf.batch != bi || from < buf.packed_from) {
       buf.batch = bi;
       buf.packed_from = buf.packed_keys = from;
     }
-    if (upto <= buf.packed_keys) return;
+    if (upto <= buf.packed_keys) return {0, 0};
+    const key_range r{buf.packed_keys, std::min(a.nk, round_up(upto, NR))};
+    buf.packed_keys = r.hi;
+    return r;
+  }
+
+  /// `pack_kv` for the bf16 products: keys [from, upto) of batch index bi
+  /// (from a multiple of NR) into kp2 and vp2, zero past nk and dk.
+  void pack_kv_pairs(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
+    const packing_guard kept = resume_packing(buf, buf.kp2);
+    const key_range add = keys_to_pack(buf, bi, from, upto);
+    if (add.lo >= add.hi) return;
     const T* kb = a.k + a.batch_offset(a.k_batch, bi);
     const T* vb = a.v + a.batch_offset(a.v_batch, bi);
-    const std::size_t j0 = buf.packed_keys, j1 = std::min(a.nk, round_up(upto, NR));
+    const std::size_t j0 = add.lo, j1 = add.hi;
     for (std::size_t p = j0 / NR; p * NR < j1; ++p) {
       bf16* dst = buf.kp2 + p * NR * dk2;
       const std::size_t keys = std::min(NR, a.nk - p * NR);
@@ -810,7 +821,6 @@ struct attention_kernel {
         }
       }
     }
-    buf.packed_keys = j1;
   }
 
   /// Q rows [i0, i0 + rows) as bf16 into q2 (row stride dk2), and the rows
@@ -856,14 +866,11 @@ struct attention_kernel {
     using ops = simd_ops<T, Arch>;
     constexpr std::size_t W = ops::width;
     const packing_guard kept = resume_packing(buf, buf.kp);
-    if (buf.batch != bi || from < buf.packed_from) {
-      buf.batch = bi;
-      buf.packed_from = buf.packed_keys = from;
-    }
-    if (upto <= buf.packed_keys) return;
+    const key_range add = keys_to_pack(buf, bi, from, upto);
+    if (add.lo >= add.hi) return;
     const T* kb = a.k + a.batch_offset(a.k_batch, bi);
     const T* vb = a.v + a.batch_offset(a.v_batch, bi);
-    const std::size_t j0 = buf.packed_keys, j1 = std::min(a.nk, round_up(upto, NR));
+    const std::size_t j0 = add.lo, j1 = add.hi;
     for (std::size_t p = j0 / NR; p * NR < j1; ++p) {
       T* dst = buf.kp + p * NR * a.dk;
       const std::size_t keys = std::min(NR, a.nk - p * NR);
@@ -906,7 +913,6 @@ struct attention_kernel {
         for (std::size_t x = 0; x < cols; ++x) dst[x] = src[static_cast<std::ptrdiff_t>(x) * a.v_col];
       }
     }
-    buf.packed_keys = j1;
   }
 
   /// Q rows [i0, i0 + rows) into MR-row panels (qp[panel][d][MR]).
