@@ -8,6 +8,7 @@
 /// again. Block sizes cap what a call requests (MC*KC + KC*NC elements).
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 
 namespace dimsum::kernels::detail {
