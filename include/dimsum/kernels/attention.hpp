@@ -47,7 +47,6 @@
 #include <vector>
 
 #include "dimsum/kernels/contraction_args.hpp"
-#include "dimsum/kernels/detail/bf16_rows.hpp"
 #include "dimsum/kernels/detail/gemm_driver.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/detail/gemm_scratch.hpp"
@@ -835,8 +834,8 @@ struct attention_kernel {
       if (r < rows) {
         const T* src = qb + static_cast<std::ptrdiff_t>(i0 + r) * a.q_row;
         if (a.q_col == 1) {
-          round_to_bf16(src, a.dk, dst);  // exact: bf16 numbers
-          d = a.dk;
+          round_p_row(src, a.dk / 16 * 16, dst);  // exact: bf16 numbers
+          d = a.dk / 16 * 16;
         }
         for (; d < a.dk; ++d) dst[d] = bf16_word(src[static_cast<std::ptrdiff_t>(d) * a.q_col]);
       } else {
@@ -846,13 +845,18 @@ struct attention_kernel {
     }
   }
 
-  /// n values of row rounded to bf16 into dst (`round_contiguous`; only the
-  /// bf16 products of a float kernel call it).
-  static void round_to_bf16(const T* row, std::size_t n, bf16* dst) noexcept {
-    if constexpr (std::is_same_v<T, float>)
-      round_contiguous(row, n, reinterpret_cast<std::uint16_t*>(dst));  // bf16 is 16 plain bits
-    else
-      for (std::size_t j = 0; j < n; ++j) dst[j] = bf16(static_cast<float>(row[j]));
+  /// Row r of P (n_vec floats, 0 past the tile's keys) rounded to bf16 into p2.
+  static void round_p_row(const T* row, std::size_t n_vec, bf16* dst) noexcept {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (std::is_same_v<T, float>) {
+      std::size_t j = 0;
+      for (; j + 16 <= n_vec; j += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row + j)));
+      for (; j < n_vec; ++j) dst[j] = bf16(row[j]);
+      return;
+    }
+#endif
+    for (std::size_t j = 0; j < n_vec; ++j) dst[j] = bf16(static_cast<float>(row[j]));
   }
 
   /// Packs keys [from, upto) of batch index bi (from a multiple of NR; the
@@ -1385,7 +1389,7 @@ struct attention_kernel {
       first = false;
       // O += P V for the tile, P read from the score rows in place.
       if (dot) {
-        for (std::size_t r = 0; r < rows; ++r) round_to_bf16(buf.s + r * BC, n_vec, buf.p2 + r * BC);
+        for (std::size_t r = 0; r < rows; ++r) round_p_row(buf.s + r * BC, n_vec, buf.p2 + r * BC);
         products_on_pairs(buf, panels, j0, n, n_vec, false);
       } else {
         for (std::size_t cp = 0; cp < dv_pad; cp += NR)
