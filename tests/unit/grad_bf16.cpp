@@ -739,3 +739,81 @@ TEST_CASE("nn::rms_norm and nn::swiglu on a bf16 var watch their float32 paramet
   }
   CHECK(check_master_gradients(m, p, [&](const flat_params& w) { return llama_loss64(w, xv, rv, rows, dc, dh); }) == 4);
 }
+
+TEST_CASE("whole-vector conversions: casts, bias adds and gradient sums round as each value does", "[grad][bf16][cast]") {
+  // Long runs (vector bodies, a tail, several 512-value stretches) with the
+  // edge cases of rounding among them; the reference is the scalar
+  // conversion bf16(float) / bf16::to_float and float arithmetic, element by
+  // element (plain loops).
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {1.0f + 0x1p-8f,  1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, -(1.0f + 0x1p-8f),
+                                      inf, -inf, std::bit_cast<float>(0x7fc00000u), std::bit_cast<float>(0x7f800001u),
+                                      std::bit_cast<float>(0xffa00000u), std::numeric_limits<float>::max(), 0x1p-130f,
+                                      -0x1p-140f, std::numeric_limits<float>::denorm_min(), -0.0f, 0.0f,
+                                      0x1.fffffep127f, 3.0e38f};
+  const std::size_t rows = 3, cols = 1061;  // 1061 = 2 * 512 + 37: stretches and a tail
+  std::vector<float> values(rows * cols);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = i % 5 == 0 ? special[(i / 5) % special.size()]
+                           : float(std::ldexp(1.0 + double((i * 37) % 251) / 251, int(i % 13) - 6)) * (i % 2 ? -1.0f : 1.0f);
+  auto same_bits = [](bf16 x, bf16 y) { return x.bits() == y.bits(); };
+  tensor<float, a, b> xf(a{rows}, b{cols});
+  std::copy(values.begin(), values.end(), xf.data());
+
+  SECTION("cast<bf16> of a float tensor and cast<float> back, dense and transposed") {
+    const tensor<bf16, a, b> xb = dimsum::cast<bf16>(xf);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) bad += !same_bits(xb.data()[i], bf16(values[i]));
+    CHECK(bad == 0);
+    const tensor<float, a, b> back = dimsum::cast<float>(xb);
+    for (std::size_t i = 0; i < values.size(); ++i)
+      bad += std::bit_cast<std::uint32_t>(back.data()[i]) != std::bit_cast<std::uint32_t>(xb.data()[i].to_float());
+    CHECK(bad == 0);
+    // into a tensor whose dims are in the other order: element by element
+    const tensor<bf16, b, a> xt = dimsum::cast<bf16>(xf);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) bad += !same_bits(xt.data()[c * rows + r], bf16(values[r * cols + c]));
+    CHECK(bad == 0);
+  }
+
+  SECTION("bias + - * / on bf16 vars: the float result rounded once") {
+    tensor<bf16, a, b> xb(a{rows}, b{cols});
+    tensor<bf16, b> yb(b{cols});
+    for (std::size_t i = 0; i < values.size(); ++i) xb.data()[i] = bf16(values[i]);
+    for (std::size_t c = 0; c < cols; ++c) yb.data()[c] = bf16(float(std::ldexp(1.0 + double(c % 17) / 17, int(c % 5) - 2)));
+    grad::tape t;
+    auto x = t.watch(xb);
+    auto y = t.watch(yb);
+    const auto sum = x + y, diff = x - y, prod = x * y, quot = x / y;
+    std::size_t bad = 0;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) {
+        const std::size_t i = r * cols + c;
+        const float p = xb.data()[i].to_float(), q = yb.data()[c].to_float();
+        bad += !same_bits(sum.value().data()[i], bf16(p + q));
+        bad += !same_bits(diff.value().data()[i], bf16(p - q));
+        bad += !same_bits(prod.value().data()[i], bf16(p * q));
+        bad += !same_bits(quot.value().data()[i], bf16(p / q));
+      }
+    CHECK(bad == 0);
+  }
+
+  SECTION("a bf16 var's gradient: contributions summed in float32, rounded once") {
+    // The finite values only (a gradient through inf * 0 is NaN either way).
+    tensor<bf16, a, b> xb(a{rows}, b{cols});
+    for (std::size_t i = 0; i < values.size(); ++i) xb.data()[i] = bf16(std::isfinite(values[i]) ? values[i] : 0.5f);
+    tensor<float, a, b> w1(a{rows}, b{cols}), w2(a{rows}, b{cols});
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      w1.data()[i] = float(std::ldexp(1.0 + double(i % 101) / 101, int(i % 7) - 3));
+      w2.data()[i] = float(std::ldexp(1.0 + double(i % 89) / 89, int(i % 11) - 5)) * (i % 3 ? 1.0f : -1.0f);
+    }
+    grad::tape t;
+    auto x = t.watch(xb);
+    // two casts: x's gradient receives w1 and w2 (float) and sums them in float32
+    t.backward(dimsum::einsum<>(dimsum::cast<float>(x) * w1) + dimsum::einsum<>(dimsum::cast<float>(x) * w2));
+    const auto& g = dimsum::gradient(x);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) bad += !same_bits(g.data()[i], bf16(w1.data()[i] + w2.data()[i]));
+    CHECK(bad == 0);
+  }
+}

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -27,6 +28,7 @@
 
 #include <dimsum/core/malloc_settings.hpp>
 #include <dimsum/grad/parameter.hpp>
+#include <dimsum/kernels/detail/bf16_convert.hpp>
 #include <dimsum/kernels/reduce.hpp>
 #include <dimsum/ops/elementwise.hpp>
 #include <dimsum/tensor/tensor.hpp>
@@ -270,18 +272,27 @@ struct var_node final : node_base {
   void settle() {
     if constexpr (sums_wide) {
       if (!has_wide) return;
-      if (has_grad) {  // set directly (a loss's seed): joins the sum
-        const T* g = grad.data();
-        wide_value_type* w = wide.data();
-        for (std::size_t i = 0, n = wide.size(); i < n; ++i) w[i] += static_cast<wide_value_type>(g[i]);
-      }
+      if (has_grad) add_widened(grad.data());  // set directly (a loss's seed): joins the sum
       grad = uninitialized_tensor<tensor_type>(value().extents());
       const wide_value_type* w = wide.data();
       T* g = grad.data();
-      for (std::size_t i = 0, n = grad.size(); i < n; ++i) g[i] = T(w[i]);
+      if constexpr (std::is_same_v<T, bf16> && std::is_same_v<wide_value_type, float>)
+        kernels::detail::round_contiguous(w, grad.size(), g);
+      else
+        for (std::size_t i = 0, n = grad.size(); i < n; ++i) g[i] = T(w[i]);
       has_grad = true;
       drop_wide();
     }
+  }
+  /// wide += the buffer at p (T values laid out as this node's value), widened.
+  void add_widened(const T* p)
+    requires sums_wide
+  {
+    wide_value_type* w = wide.data();
+    if constexpr (std::is_same_v<T, bf16> && std::is_same_v<wide_value_type, float>)
+      kernels::detail::widen_add_contiguous(reinterpret_cast<const std::uint16_t*>(p), wide.size(), w);
+    else
+      for (std::size_t i = 0, n = wide.size(); i < n; ++i) w[i] += static_cast<wide_value_type>(p[i]);
   }
   void drop_wide() noexcept {
     if constexpr (sums_wide) {
@@ -295,8 +306,7 @@ struct var_node final : node_base {
   void accumulate_raw(const T* p) {
     if constexpr (sums_wide) {
       ensure_wide();
-      wide_value_type* w = wide.data();
-      for (std::size_t i = 0, n = wide.size(); i < n; ++i) w[i] += static_cast<wide_value_type>(p[i]);
+      add_widened(p);
       return;
     }
     if (!has_grad) {  // the first contribution: copied, not added to zeros

@@ -15,12 +15,14 @@
 /// arguments only (clamped where the function has already saturated) and
 /// puts NaN back afterwards.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <type_traits>
 
 #include "dimsum/detail/simd.hpp"
+#include "dimsum/kernels/detail/bf16_convert.hpp"
 
 namespace dimsum::kernels {
 
@@ -235,10 +237,31 @@ namespace dimsum::kernels {
 /// + j]) when YFirst): an element-wise binary operation whose operand y is
 /// broadcast along rows (a bias added to every position), vectorised for
 /// float and double; op is applied to xsimd batches and to scalars alike.
-/// `out` may equal `x`.
+/// For bf16 (op one of + - * /, whose bf16 result is the float result
+/// rounded once) each stretch of a row is widened to float, op runs on float
+/// vectors and the results are rounded back: the same values as op on each
+/// bf16 pair. `out` may equal `x`.
 template <bool YFirst, class Op, class T, class A = vector_math_arch>
 void broadcast_rows(Op op, const T* x, const T* y, T* out, std::size_t rows, std::size_t n) noexcept {
   auto apply = [&](const auto& xv, const auto& yv) { return YFirst ? op(yv, xv) : op(xv, yv); };
+  if constexpr (std::is_same_v<T, bf16>) {
+    using B = xsimd::batch<float, A>;
+    constexpr std::size_t C = 512;  // floats a stretch
+    alignas(64) float xf[C], yf[C];
+    for (std::size_t j0 = 0; j0 < n; j0 += C) {
+      const std::size_t m = std::min(C, n - j0);
+      detail::widen_contiguous(y + j0, m, yf);
+      for (std::size_t r = 0; r < rows; ++r) {
+        detail::widen_contiguous(x + r * n + j0, m, xf);
+        std::size_t j = 0;
+        for (; j + B::size <= m; j += B::size)
+          B(apply(B::load_aligned(xf + j), B::load_aligned(yf + j))).store_aligned(xf + j);
+        for (; j < m; ++j) xf[j] = apply(xf[j], yf[j]);
+        detail::round_contiguous(xf, m, out + r * n + j0);
+      }
+    }
+    return;
+  }
   for (std::size_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     T* orow = out + r * n;

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include <dimsum/core/bf16.hpp>
+#include <dimsum/kernels/detail/bf16_convert.hpp>
 #include <dimsum/kernels/vector_math.hpp>
 #include <dimsum/ops/detail/wrapping.hpp>
 #include <dimsum/plan/fusion_traits.hpp>
@@ -223,12 +224,52 @@ class elementwise_expr : public expression_tag {
         kernels::math_contiguous<Op::vector_fn>(p, p, n);
       }, [&](value_type& v) { v = op_(v); });
     } else {
+      if constexpr (converts_bf16) {
+        // cast between float and bf16 of a tensor laid out as dst (both
+        // dense, row-major): one vector conversion of the whole buffer
+        const auto src = std::get<0>(args_).template evaluator<dims>();
+        if (dense_like(dst, src.strides)) {
+          const std::size_t n = detail::checked_product(dst.extents.data(), rank);
+          if constexpr (std::is_same_v<value_type, float>)
+            kernels::detail::widen_contiguous(src.data, n, dst.data);
+          else
+            kernels::detail::round_contiguous(src.data, n, dst.data);
+          return;
+        }
+      }
       auto ev = evaluator<dims>();
       detail::run_elementwise(dst, ev);
     }
   }
 
  private:
+  /// Whether this is cast<float> of a bf16 tensor or cast<bf16> of a float one.
+  static constexpr bool converts_bf16 = [] {
+    if constexpr (sizeof...(Args) == 1) {
+      using A = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<Args...>>>;
+      using From = value_type_of_t<A>;
+      constexpr bool pair = (std::is_same_v<Op, ops::cast<float>> && std::is_same_v<From, bf16>) ||
+                            (std::is_same_v<Op, ops::cast<bf16>> && std::is_same_v<From, float>);
+      if constexpr (pair)
+        return std::is_same_v<decltype(std::declval<const A&>().template evaluator<dims>()),
+                              detail::leaf_evaluator<From, rank>>;
+      else
+        return false;
+    } else {
+      return false;
+    }
+  }();
+  /// Whether dst and a source of strides `s` are both dense row-major over dst's extents.
+  static bool dense_like(const strided<value_type, rank>& dst, const std::array<std::ptrdiff_t, rank>& s) {
+    if constexpr (rank == 0) {
+      return true;
+    } else {
+      const auto dense = detail::row_major_strides(dst.extents);
+      for (std::size_t i = 0; i < rank; ++i)
+        if (dst.extents[i] > 1 && (dst.strides[i] != dense[i] || s[i] != dense[i])) return false;
+      return true;
+    }
+  }
   static constexpr bool vectorised = [] {
     if constexpr (sizeof...(Args) == 1 && requires { Op::vector_fn; }) {
       using A = std::remove_cvref_t<std::tuple_element_t<0, std::tuple<Args...>>>;
