@@ -95,7 +95,12 @@ int main(int argc, char** argv) {
   }
   const bench::peer_args args = bench::parse_args(argc, argv);
   if (!args.ok) return 2;
-  std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
+  // bf16: the contractions and the attention forward's products on vdpbf16ps where compiled in, the
+  // attention backward's in float
+  if (mixed && dimsum::kernels::avx512_bf16_arch::supported())
+    std::printf("kernel=dimsum avx512bf16 GEMM and attention forward, %s attention backward\n", dimsum::kernel_isa());
+  else
+    std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   const bench::attention_shape s = args.shape;
   bench::attention_inputs in(s);
   const batch B{s.b};
