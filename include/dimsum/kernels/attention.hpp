@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "dimsum/kernels/contraction_args.hpp"
+#include "dimsum/kernels/detail/bf16_convert.hpp"
 #include "dimsum/kernels/detail/gemm_driver.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
 #include "dimsum/kernels/detail/gemm_scratch.hpp"
@@ -847,16 +848,10 @@ struct attention_kernel {
 
   /// Row r of P (n_vec floats, 0 past the tile's keys) rounded to bf16 into p2.
   static void round_p_row(const T* row, std::size_t n_vec, bf16* dst) noexcept {
-#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
-    if constexpr (std::is_same_v<T, float>) {
-      std::size_t j = 0;
-      for (; j + 16 <= n_vec; j += 16)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(row + j)));
-      for (; j < n_vec; ++j) dst[j] = bf16(row[j]);
-      return;
-    }
-#endif
-    for (std::size_t j = 0; j < n_vec; ++j) dst[j] = bf16(static_cast<float>(row[j]));
+    if constexpr (std::is_same_v<T, float>)
+      round_contiguous(row, n_vec, dst);
+    else
+      for (std::size_t j = 0; j < n_vec; ++j) dst[j] = bf16(static_cast<float>(row[j]));
   }
 
   /// Packs keys [from, upto) of batch index bi (from a multiple of NR; the

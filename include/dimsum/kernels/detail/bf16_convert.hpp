@@ -13,11 +13,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__AVX2__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "dimsum/core/bf16.hpp"
+// the intrinsics, through the header that includes them with g++'s false
+// warnings inside avx512fintrin.h silenced (it must be the first to include them)
+#include "dimsum/detail/simd.hpp"
 
 namespace dimsum::kernels::detail {
 
