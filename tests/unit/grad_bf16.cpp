@@ -44,6 +44,7 @@
 #include <dimsum/nn/mlp.hpp>
 #include <dimsum/nn/module.hpp>
 #include <dimsum/nn/rms_norm.hpp>
+#include <dimsum/nn/rotary_attention.hpp>
 #include <dimsum/optim/adamw.hpp>
 
 #include <boost/hana/define_struct.hpp>
@@ -64,6 +65,9 @@ DIMSUM_DIM(posn);
 DIMSUM_DIM(vocab);
 DIMSUM_DIM(emb);
 DIMSUM_DIM(hidden);
+DIMSUM_DIM(heads);
+DIMSUM_DIM(kv_heads);
+DIMSUM_DIM(d_head);
 
 constexpr double u = 1.0 / 256;  // 2^-8: bf16's unit roundoff
 
@@ -815,5 +819,99 @@ TEST_CASE("whole-vector conversions: casts, bias adds and gradient sums round as
     std::size_t bad = 0;
     for (std::size_t i = 0; i < values.size(); ++i) bad += !same_bits(g.data()[i], bf16(w1.data()[i] + w2.data()[i]));
     CHECK(bad == 0);
+  }
+}
+
+namespace {
+/// L = sum(o_proj(attention(rope(q_proj x), rope(k_proj x), v_proj x)) * r)
+/// in float64, plain loops, as Llama's attention in PyTorch computes it:
+/// weights (out, in); query head h reads key/value head h / (nh / nkv);
+/// RoPE with rotate_half pairs (e, e + dh/2), angle pos * 10000^(-2e/dh);
+/// scores / sqrt(dh), query i keeps keys j <= i (and j > i - window when
+/// window > 0); softmax; heads merged as h * dh + e.
+double rotary_loss64(const flat_params& p, const std::vector<double>& x, const std::vector<double>& r, std::size_t n,
+                     std::size_t dm, std::size_t nh, std::size_t nkv, std::size_t dh, std::size_t window) {
+  auto project = [&](const std::vector<double>& w, std::size_t out) {
+    std::vector<double> y(n * out);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t o = 0; o < out; ++o)
+        for (std::size_t k = 0; k < dm; ++k) y[i * out + o] += w[o * dm + k] * x[i * dm + k];
+    return y;
+  };
+  auto rope = [&](std::vector<double> y, std::size_t h_count) {
+    const std::size_t half = dh / 2;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t h = 0; h < h_count; ++h)
+        for (std::size_t e = 0; e < half; ++e) {
+          const double th = double(i) * std::pow(10000.0, -2.0 * double(e) / double(dh));
+          double& lo = y[i * h_count * dh + h * dh + e];
+          double& hi = y[i * h_count * dh + h * dh + e + half];
+          const double l = lo, u2 = hi;
+          lo = l * std::cos(th) - u2 * std::sin(th);
+          hi = u2 * std::cos(th) + l * std::sin(th);
+        }
+    return y;
+  };
+  const auto q = rope(project(p[0], nh * dh), nh), k = rope(project(p[1], nkv * dh), nkv), v = project(p[2], nkv * dh);
+  std::vector<double> z(n * nh * dh);
+  for (std::size_t h = 0; h < nh; ++h) {
+    const std::size_t g = h / (nh / nkv);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<double> s(n, -std::numeric_limits<double>::infinity());
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::size_t j = 0; j <= i; ++j) {
+        if (window > 0 && j + window <= i) continue;
+        double d = 0;
+        for (std::size_t e = 0; e < dh; ++e) d += q[i * nh * dh + h * dh + e] * k[j * nkv * dh + g * dh + e];
+        s[j] = d / std::sqrt(double(dh));
+        m = std::max(m, s[j]);
+      }
+      double sum = 0;
+      for (std::size_t j = 0; j < n; ++j) sum += std::exp(s[j] - m);
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t e = 0; e < dh; ++e)
+          z[i * nh * dh + h * dh + e] += std::exp(s[j] - m) / sum * v[j * nkv * dh + g * dh + e];
+    }
+  }
+  double loss = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t o = 0; o < dm; ++o) {
+      double y = 0;
+      for (std::size_t f = 0; f < nh * dh; ++f) y += p[3][o * nh * dh + f] * z[i * nh * dh + f];
+      loss += y * r[i * dm + o];
+    }
+  return loss;
+}
+}  // namespace
+
+TEST_CASE("nn::rotary_attention on a bf16 var watches its float32 weights as bf16 copies", "[grad][bf16][nn]") {
+  // Llama's attention (RoPE, grouped key/value heads, causal, with and
+  // without a sliding window) with float32 weights called on a bf16 var:
+  // the result is a bf16 var, the attention runs on the fused kernel's
+  // bf16 path, and each weight gets a float32 gradient. Reference: central
+  // finite differences of the float64 loss written as plain loops, at the
+  // same (bf16) numbers; bound 12 u of each tensor's largest gradient, as
+  // for the modules above (roundings on the way: the three projections,
+  // RoPE, the attention's output and o_proj forward, as many back).
+  const std::size_t n = 6, dm = 8, nh = 4, nkv = 2, dh = 4;
+  for (const std::size_t window : {std::size_t(0), std::size_t(3)}) {
+    INFO("window " << window);
+    dimsum::nn::rotary_attention<float, posn, c, heads, kv_heads, d_head> m(c{dm}, heads{nh}, kv_heads{nkv}, d_head{dh});
+    m.window = window;
+    const flat_params p = fill_bf16_exact(m, 1100, "", 0.6);
+    REQUIRE(p.size() == 4);
+    using X = tensor<double, posn, c>;
+    const X x = random_bf16(X::from_extents({n, dm}), 111);
+    const X r = random_bf16(X::from_extents({n, dm}), 112);
+    const std::vector<double> xv(x.data(), x.data() + x.size()), rv(r.data(), r.data() + r.size());
+    dimsum::nn::zero_grad(m);
+    {
+      grad::tape t;
+      auto y = m(t.constant(to_bf16(x)));
+      static_assert(std::is_same_v<decltype(y), grad::var<bf16, posn, c>>);
+      t.backward(dimsum::einsum<>(y * to_bf16(r)));
+    }
+    CHECK(check_master_gradients(
+              m, p, [&](const flat_params& w) { return rotary_loss64(w, xv, rv, n, dm, nh, nkv, dh, window); }) == 4);
   }
 }

@@ -215,9 +215,12 @@ struct rotary_attention {
     constexpr std::size_t hp = dimsum::detail::find_name(dims_of_t<decltype(o)>::names, Heads::name.view());
     if constexpr (std::is_same_v<value_type_of_t<decltype(o)>, T>) {
       return apply(self.o_proj, merge_dims<hp, 2, QFeatures>(std::move(o)));
-    } else {  // a bf16 cache's attention: its output widened (exactly) for o_proj
+    } else {
       auto merged = merge_dims<hp, 2, QFeatures>(std::move(o));
-      return apply(self.o_proj, tensor_for_t<T, dims_of_t<decltype(merged)>>(cast<T>(merged)));
+      if constexpr (grad::detail::var_like<decltype(merged)>)  // a bf16 var: o_proj watches its weight as a bf16 copy
+        return apply(self.o_proj, merged);
+      else  // a bf16 cache's attention: its output widened (exactly) for o_proj
+        return apply(self.o_proj, tensor_for_t<T, dims_of_t<decltype(merged)>>(cast<T>(merged)));
     }
   }
 };
