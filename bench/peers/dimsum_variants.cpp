@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
   if (bf16_mode) {
     // the bf16 attention's products: vdpbf16ps in the forward where compiled in; the backward's in float
     const bool dot = dimsum::kernels::avx512_bf16_arch::supported();
-    std::printf("kernel=dimsum %s\n", dot ? "avx512bf16 forward, avx512f backward" : dimsum::kernel_isa());
+    std::printf("kernel=dimsum %s\n", dot ? "avx512bf16 forward and backward" : dimsum::kernel_isa());
     return run_bf16(args, train_mode);
   }
   std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());

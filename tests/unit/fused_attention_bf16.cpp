@@ -27,10 +27,13 @@
 // D = rowsum(dO * O): error u Σ_c |dO O|, which is part of B for dQ and dK
 // (not for dV). Where the build has AVX512-BF16 the forward's P·V runs on
 // bf16 pairs (vdpbf16ps) with P rounded to bf16 first: error u Σ_j P|V|,
-// the output's B. So, with n = dk + nk + 16 (the reductions on a path
-// plus a few float32 operations),
+// the output's B; so does the backward's, with P rounded for dV (error
+// u Σ_i P|dO|, dV's B) and dS rounded for dQ and dK (error u Σ_j |dS||K|
+// and u Σ_i |dS||Q|, within their B: |dS| <= scale P (|dP| + Σ_c|dO O|)).
+// So, with n = dk + nk + 16 (the reductions on a path plus a few float32
+// operations) and u_P = u where the build has AVX512-BF16, else 0,
 //   |got - ref| <= 2 (u |ref| + (u_D + n 2^-24 (1 + 2 smax)) B),
-// u_D = u for the output, dQ and dK, else 0; the factor 2 covers the
+// u_D = u for the output, u + u_P for dQ and dK, u_P for dV; the factor 2 covers the
 // bounds' crude constants (measured: dV reaches half of it, the final
 // rounding; dQ and dK a fifth). The rounding terms dominate (u = 3.9e-3
 // against n 2^-24 < 1e-5). The unfused bf16 chain rounds the scores and the probabilities to
@@ -67,6 +70,9 @@ DIMSUM_DIM(d_head);
 DIMSUM_DIM(d_value);
 
 constexpr double u = 1.0 / 256;
+/// u_P of the file comment: the backward's products on bf16 pairs round P
+/// and dS where the build has AVX512-BF16.
+double u_pairs() { return dimsum::kernels::avx512_bf16_arch::supported() ? u : 0.0; }
 constexpr double ninf = -std::numeric_limits<double>::infinity();
 constexpr float scale = 0.25f;  // exact in bf16 and float: the reference scales by the same number
 
@@ -359,9 +365,9 @@ void check_problem(const problem& p) {
   const KK gk = dimsum::gradient(vk);
   const VV gv = dimsum::gradient(vv);
   CHECK(count_outside(OT(vz.value()), r.out, r.b_out, u, p, r.smax, "var forward") == 0);
-  CHECK(count_outside(gq, r.dq, r.b_dq, u, p, r.smax, "dq") == 0);
-  CHECK(count_outside(gk, r.dk, r.b_dk, u, p, r.smax, "dk") == 0);
-  CHECK(count_outside(gv, r.dv, r.b_dv, 0, p, r.smax, "dv") == 0);
+  CHECK(count_outside(gq, r.dq, r.b_dq, u + u_pairs(), p, r.smax, "dq") == 0);
+  CHECK(count_outside(gk, r.dk, r.b_dk, u + u_pairs(), p, r.smax, "dk") == 0);
+  CHECK(count_outside(gv, r.dv, r.b_dv, u_pairs(), p, r.smax, "dv") == 0);
 
   grad::tape tu;
   auto uq = tu.watch(q);
@@ -417,7 +423,7 @@ TEST_CASE("fused attention, bf16: odd head sizes and odd key tiles (the bf16 pai
   check_problem<1, KT, VT>(make(2, 1, 41, 71, 9, 5, false, masking::finite_fill, 15));
 }
 
-TEST_CASE("fused attention, bf16: the query tiles' products run on vdpbf16ps where the build has AVX512-BF16") {
+TEST_CASE("fused attention, bf16: the query tiles' products, forward and backward, run on vdpbf16ps where the build has AVX512-BF16") {
   namespace kernels = dimsum::kernels;
   const problem p = make(1, 2, 75, 77, 13, 7, false, masking::causal, 16);
   const reference r = compute(p);
@@ -450,6 +456,11 @@ TEST_CASE("fused attention, bf16: the query tiles' products run on vdpbf16ps whe
   a.stages[1].value = -std::numeric_limits<float>::infinity();
   kernels::attention_tile_counts counts;
   a.tile_counts = &counts;
+  std::vector<float> lse(p.h * p.nq), lse_low(p.h * p.nq);
+  a.lse = lse.data();
+  a.lse_low = lse_low.data();
+  std::vector<bf16> dout(p.dout.size()), dq(q.size()), dk(k.size()), dv(v.size());
+  for (std::size_t x = 0; x < dout.size(); ++x) dout[x] = bf16(float(p.dout[x]));
   for (int threads : {1, 2}) {
     dimsum::set_num_threads(threads);
     counts.bf16_tiles = 0;
@@ -461,6 +472,24 @@ TEST_CASE("fused attention, bf16: the query tiles' products run on vdpbf16ps whe
       CHECK(counts.bf16_tiles.load() == 4);
     else
       CHECK(counts.bf16_tiles.load() == 0);
+    // the backward: every query tile (72 rows, then 3) with its one key
+    // tile, on the pairs too; the odd rows, keys and head sizes end on half
+    // pairs (and the 3-row tile on a half panel)
+    counts.bf16_tiles = 0;
+    for (auto* g : {&dq, &dk, &dv}) std::fill(g->begin(), g->end(), bf16(std::numeric_limits<float>::quiet_NaN()));
+    kernels::attention_grad_args<float, bf16> g;
+    g.fwd = &a;
+    g.lse = lse.data();
+    g.lse_low = lse_low.data();
+    g.dout = dout.data();
+    g.dq = dq.data();
+    g.dk = dk.data();
+    g.dv = dv.data();
+    kernels::attention_backward(g);
+    CHECK(count_outside(dq, r.dq, r.b_dq, u + u_pairs(), p, r.smax, "kernel dq") == 0);
+    CHECK(count_outside(dk, r.dk, r.b_dk, u + u_pairs(), p, r.smax, "kernel dk") == 0);
+    CHECK(count_outside(dv, r.dv, r.b_dv, u_pairs(), p, r.smax, "kernel dv") == 0);
+    CHECK(counts.bf16_tiles.load() == (kernels::avx512_bf16_arch::supported() ? 4u : 0u));
   }
   dimsum::set_num_threads(0);
 }
@@ -485,9 +514,9 @@ TEST_CASE("grad::fused_attention on bf16 vars: one tape node, gradients of q, k,
   CHECK(t.size() == leaves + 1);
   t.backward(dimsum::sum<batch, heads, q_posn, d_value>(z * w));
   CHECK(count_outside(OT(z.value()), r.out, r.b_out, u, p, r.smax, "forward") == 0);
-  CHECK(count_outside(dimsum::gradient(vq), r.dq, r.b_dq, u, p, r.smax, "dq") == 0);
-  CHECK(count_outside(dimsum::gradient(vk), r.dk, r.b_dk, u, p, r.smax, "dk") == 0);
-  CHECK(count_outside(dimsum::gradient(vv), r.dv, r.b_dv, 0, p, r.smax, "dv") == 0);
+  CHECK(count_outside(dimsum::gradient(vq), r.dq, r.b_dq, u + u_pairs(), p, r.smax, "dq") == 0);
+  CHECK(count_outside(dimsum::gradient(vk), r.dk, r.b_dk, u + u_pairs(), p, r.smax, "dk") == 0);
+  CHECK(count_outside(dimsum::gradient(vv), r.dv, r.b_dv, u_pairs(), p, r.smax, "dv") == 0);
 }
 
 TEST_CASE("attention on bf16 vars with a learned per-head factor: recorded unfused, the factor gets its gradient") {

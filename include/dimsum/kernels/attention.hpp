@@ -234,7 +234,10 @@ struct attention_args {
   /// tiles' Q·Kᵀ and P·V then run on `vdpbf16ps` with float32 sums, P
   /// rounded to bf16 (to nearest even) for P·V as FlashAttention's bf16
   /// kernels round it; the softmax statistics stay the float P's. Else,
-  /// and for the few-rows path, the float arithmetic.
+  /// and for the few-rows path, the float arithmetic. The backward
+  /// (kernels/attention_backward.hpp) then runs its five products on the
+  /// pairs as well: dO must hold bf16 numbers too, and P and dS are
+  /// rounded to bf16 for the products that read them.
   bool bf16_products = false;
 
   std::size_t batch_size() const noexcept {
@@ -750,78 +753,103 @@ struct attention_kernel {
     const packing_guard kept = resume_packing(buf, buf.kp2);
     const key_range add = keys_to_pack(buf, bi, from, upto);
     if (add.lo >= add.hi) return;
-    const T* kb = a.k + a.batch_offset(a.k_batch, bi);
-    const T* vb = a.v + a.batch_offset(a.v_batch, bi);
-    const std::size_t j0 = add.lo, j1 = add.hi;
+    pack_pairs_along_cols(a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col, a.nk, a.dk, dk2, add.lo, add.hi,
+                          buf.kp2);
+    pack_pairs_along_rows(a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col, a.nk, a.dv, nk_pad, add.lo, add.hi,
+                          buf.vp2);
+  }
+
+  /// Rows [j0, j1) of src (rows x d, strides rs and cs, bf16 numbers held
+  /// in T; j0 a multiple of NR) as bf16 in NR-row panels of d pairs,
+  /// dst[panel][d2 / 2][NR][2] (panels counted from row 0; d2 = d rounded
+  /// up to pairs), zero past rows and d: the B operand of a product over d
+  /// (K for Q·Kᵀ, V for dO·Vᵀ).
+  static void pack_pairs_along_cols(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
+                                    std::size_t d, std::size_t d2, std::size_t j0, std::size_t j1, bf16* out) {
     for (std::size_t p = j0 / NR; p * NR < j1; ++p) {
-      bf16* dst = buf.kp2 + p * NR * dk2;
-      const std::size_t keys = std::min(NR, a.nk - p * NR);
-      if (keys < NR || dk2 != a.dk) std::fill(dst, dst + NR * dk2, bf16());
+      bf16* dst = out + p * NR * d2;
+      const std::size_t keys = std::min(NR, rows - p * NR);
+      if (keys < NR || d2 != d) std::fill(dst, dst + NR * d2, bf16());
 #if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
       if constexpr (dot_arch) {
-        if (keys == NR && a.k_col == 1 && a.k_row <= std::numeric_limits<std::int32_t>::max() / std::ptrdiff_t(NR)) {
-          // per pair of d and 16 keys: the two d gathered, rounded (exact),
-          // interleaved into the 16 keys' pairs
-          const T* base = kb + static_cast<std::ptrdiff_t>(p * NR) * a.k_row;
-          const __m512i rows = _mm512_mullo_epi32(
-              _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-              _mm512_set1_epi32(static_cast<std::int32_t>(a.k_row)));
+        if (keys == NR && cs == 1 && rs <= std::numeric_limits<std::int32_t>::max() / std::ptrdiff_t(NR)) {
+          // per pair of d and 16 rows: the two d gathered, rounded (exact),
+          // interleaved into the 16 rows' pairs
+          const T* base = src + static_cast<std::ptrdiff_t>(p * NR) * rs;
+          const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                 _mm512_set1_epi32(static_cast<std::int32_t>(rs)));
           const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
                                                  22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
           for (std::size_t h = 0; h < NR; h += 16) {
-            const T* b16 = base + static_cast<std::ptrdiff_t>(h) * a.k_row;
-            for (std::size_t d = 0; d + 2 <= a.dk; d += 2) {
-              const __m512 even = _mm512_i32gather_ps(rows, b16 + d, 4), odd = _mm512_i32gather_ps(rows, b16 + d + 1, 4);
+            const T* b16 = base + static_cast<std::ptrdiff_t>(h) * rs;
+            for (std::size_t c = 0; c + 2 <= d; c += 2) {
+              const __m512 even = _mm512_i32gather_ps(idx, b16 + c, 4), odd = _mm512_i32gather_ps(idx, b16 + c + 1, 4);
               const __m512i w = (__m512i)_mm512_cvtne2ps_pbh(odd, even);  // even in the low half
-              _mm512_store_si512(dst + (d / 2) * 2 * NR + 2 * h, _mm512_permutexvar_epi16(pairs, w));
+              _mm512_store_si512(dst + (c / 2) * 2 * NR + 2 * h, _mm512_permutexvar_epi16(pairs, w));
             }
-            if (a.dk % 2 != 0)
+            if (d % 2 != 0)
               for (std::size_t x = 0; x < 16; ++x)
-                dst[(a.dk / 2) * 2 * NR + 2 * (h + x)] =
-                    bf16_word(b16[static_cast<std::ptrdiff_t>(x) * a.k_row + static_cast<std::ptrdiff_t>(a.dk - 1)]);
+                dst[(d / 2) * 2 * NR + 2 * (h + x)] =
+                    bf16_word(b16[static_cast<std::ptrdiff_t>(x) * rs + static_cast<std::ptrdiff_t>(d - 1)]);
           }
           continue;
         }
       }
 #endif
       for (std::size_t x = 0; x < keys; ++x) {
-        const T* row = kb + static_cast<std::ptrdiff_t>(p * NR + x) * a.k_row;
-        for (std::size_t d = 0; d < a.dk; ++d)
-          dst[(d / 2) * 2 * NR + 2 * x + (d & 1)] = bf16_word(row[static_cast<std::ptrdiff_t>(d) * a.k_col]);
+        const T* row = src + static_cast<std::ptrdiff_t>(p * NR + x) * rs;
+        for (std::size_t c = 0; c < d; ++c)
+          dst[(c / 2) * 2 * NR + 2 * x + (c & 1)] = bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
       }
     }
-    for (std::size_t cp = 0; cp < dv_pad / NR; ++cp) {
-      const std::size_t cols = std::min(NR, a.dv - cp * NR);
+  }
+
+  /// Rows [j0, j1) of src (rows x cols, strides rs and cs, bf16 numbers
+  /// held in T; j0 even) as bf16 in NR-column panels of row pairs,
+  /// dst[panel][rows_pad / 2][NR][2] (rows_pad: the rows the panels hold,
+  /// even), zero past rows and cols: the B operand of a product over the
+  /// rows (V for P·V, K for dS·K).
+  static void pack_pairs_along_rows(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
+                                    std::size_t cols_all, std::size_t rows_pad, std::size_t j0, std::size_t j1,
+                                    bf16* out) {
+    for (std::size_t cp = 0; cp * NR < cols_all; ++cp) {
+      const std::size_t cols = std::min(NR, cols_all - cp * NR);
       for (std::size_t jq = j0 / 2; 2 * jq < j1; ++jq) {
-        bf16* dst = buf.vp2 + (cp * (nk_pad / 2) + jq) * 2 * NR;
-#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
-        if constexpr (dot_arch && NR == 32) {
-          if (cols == NR && a.v_col == 1 && 2 * jq + 1 < a.nk) {
-            // two V rows of 32 columns: rounded (exact), interleaved by column
-            const T* r0 = vb + static_cast<std::ptrdiff_t>(2 * jq) * a.v_row + static_cast<std::ptrdiff_t>(cp * NR);
-            const T* r1 = r0 + a.v_row;
-            const __m512i w0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r0 + 16), _mm512_loadu_ps(r0));
-            const __m512i w1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r1 + 16), _mm512_loadu_ps(r1));
-            const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
-                                                38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-            const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-            _mm512_store_si512(dst, _mm512_permutex2var_epi16(w0, lo, w1));
-            _mm512_store_si512(dst + 32, _mm512_permutex2var_epi16(w0, hi, w1));
-            continue;
-          }
-        }
-#endif
+        bf16* dst = out + (cp * (rows_pad / 2) + jq) * 2 * NR;
+        const T* r0 = src + static_cast<std::ptrdiff_t>(2 * jq) * rs + static_cast<std::ptrdiff_t>(cp * NR) * cs;
+        if (cols == NR && cs == 1 && 2 * jq + 1 < rows && interleave_rows(r0, r0 + rs, dst)) continue;
         for (std::size_t s = 0; s < 2; ++s) {
           const std::size_t j = 2 * jq + s;
           std::size_t c = 0;
-          if (j < a.nk) {
-            const T* src = vb + static_cast<std::ptrdiff_t>(j) * a.v_row + static_cast<std::ptrdiff_t>(cp * NR) * a.v_col;
-            for (; c < cols; ++c) dst[2 * c + s] = bf16_word(src[static_cast<std::ptrdiff_t>(c) * a.v_col]);
+          if (j < rows) {
+            const T* row = r0 + static_cast<std::ptrdiff_t>(s) * rs;
+            for (; c < cols; ++c) dst[2 * c + s] = bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
           }
           for (; c < NR; ++c) dst[2 * c + s] = bf16();
         }
       }
     }
+  }
+
+  /// Two rows of NR values (contiguous) rounded to bf16 (to nearest even)
+  /// and interleaved by column into dst (2 NR values, 64-byte aligned):
+  /// dst[2 c + s] = row s's column c. False (nothing written) where the
+  /// build has no AVX512-BF16 or NR is not 32.
+  static bool interleave_rows(const T* r0, const T* r1, bf16* dst) noexcept {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (dot_arch && NR == 32) {
+      const __m512i w0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r0 + 16), _mm512_loadu_ps(r0));
+      const __m512i w1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r1 + 16), _mm512_loadu_ps(r1));
+      const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
+                                          37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+      const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+      _mm512_store_si512(dst, _mm512_permutex2var_epi16(w0, lo, w1));
+      _mm512_store_si512(dst + 32, _mm512_permutex2var_epi16(w0, hi, w1));
+      return true;
+    }
+#endif
+    (void)r0, (void)r1, (void)dst;
+    return false;
   }
 
   /// Q rows [i0, i0 + rows) as bf16 into q2 (row stride dk2), and the rows

@@ -23,6 +23,12 @@
 /// whose scores are all -inf has NaN probabilities, so dV is NaN for its
 /// batch index while dQ of that row is 0.
 ///
+/// With `attention_args::bf16_products` (Q, K, V and dO hold bf16 numbers)
+/// on a build with AVX512-BF16, the five products run on `vdpbf16ps` with
+/// float32 sums: S and dP from the exact operands, dV from P rounded to
+/// bf16, dK and dQ from dS rounded to bf16; lse, D and the softmax
+/// arithmetic stay float (kernels/attention_backward_bf16.hpp).
+///
 /// Gradients are written with the strides of their operands (dQ like Q, dK
 /// like K, dV like V, dO read like O), so a broadcast batch dim (stride 0)
 /// of Q, K or V sums its gradient over that dim. Threads over batch indices
@@ -196,6 +202,17 @@ struct attention_backward_kernel {
   // (`attention_kernel::stage_row`, `replay_backward`).
   bool nonlinear = false;
   std::vector<std::ptrdiff_t> off_bc, off_dq, unit;
+  /// The five products run on bf16 pairs (`vdpbf16ps`, float32 sums):
+  /// `attention_args::bf16_products` on a build with AVX512-BF16. Q, K, V
+  /// and dO hold bf16 numbers; P is rounded to bf16 for dVᵀ += dOᵀ P, and
+  /// dS for dKᵀ += Qᵀ dS and dQ += dS K (as FlashAttention's bf16 kernels
+  /// round them); lse, D and the softmax arithmetic stay float.
+  static constexpr bool dot_arch = forward::dot_arch;
+  static_assert(!dot_arch || (MR % 2 == 0 && BR % 2 == 0), "query tiles start on a pair of rows");
+  bool dot;
+  // dk and dv rounded up to pairs, nq to whole MR panels; the row stride of
+  // the bf16 Qᵀ and dOᵀ (past nq: zeros, then one cache line)
+  std::size_t dk2, dv2, nq_pad, t2_ld;
 
   explicit attention_backward_kernel(const attention_args<T>& args)
       : a(args),
@@ -204,7 +221,12 @@ struct attention_backward_kernel {
         nk_pad(round_up(args.nk, NR)),
         d_rows(round_up(std::max({args.dk, args.dv, BR}), MR)),
         t_ld(round_up(args.nq, 64 / sizeof(T)) + 64 / sizeof(T)),
-        accumulate(shares_operands()) {
+        accumulate(shares_operands()),
+        dot(dot_arch && args.bf16_products),
+        dk2(round_up(args.dk, 2)),
+        dv2(round_up(args.dv, 2)),
+        nq_pad(round_up(args.nq, MR)),
+        t2_ld(round_up(args.nq + 1, 32) + 32) {
     dv_pad = round_up(args.dv, NR);
     for (std::size_t s = 0; s < a.n_stages; ++s) {
       const score_stage<T>& st = a.stages[s];
@@ -229,18 +251,32 @@ struct attention_backward_kernel {
     // raw: a generic bias's gradient of one row (`replay_backward`);
     // kept: the stages' inputs (a tanh's output) of one row, BC per stage
     T *kp, *vp, *kc, *qt, *dot, *qrow, *dorow, *dq, *dsum, *s, *dp, *ds, *pp, *dsp, *dvt, *dkt, *bias, *raw, *kept;
+    // The bf16 products (`dot`; the float panels above are then empty):
+    // Q and dO rows (q2[i][dk2], do2[i][dv2]); K and V in NR-key panels of
+    // d pairs (kp2, vp2: [panel][d / 2][NR][2]); K in NR-column panels of
+    // key pairs (kc2[panel][j / 2][NR][2]); Qᵀ and dOᵀ (qt2[d][t2_ld],
+    // dot2); P and dS of the tile in NR-key panels of query-row pairs (pp2,
+    // dsp2: [panel][r / 2][NR][2]) and dS row-major (ds2[r][BC]).
+    bf16 *q2, *do2, *kp2, *vp2, *kc2, *qt2, *dot2, *pp2, *dsp2, *ds2;
     bool* flags;  // the mask sources' flags of one tile, BR * BC per source
   };
-  static constexpr std::size_t n_buffers = 19;
+  static constexpr std::size_t n_buffers = 19, n_pair_buffers = 10;
   std::array<std::size_t, n_buffers> sizes() const {
+    const std::size_t tile = BR * BC, f = dot ? 0 : 1;  // f: the float products' panels
+    return {f * nk_pad * a.dk, f * nk_pad * a.dv, f * dk_pad * a.nk, f * a.dk * t_ld, f * a.dv * t_ld,
+            q_in_place() ? 0 : f * a.nq * a.dk, dout_in_place() ? 0 : f * a.nq * a.dv, a.nq * dk_pad, a.nq,
+            tile, tile, tile, f * tile, f * tile, a.dv * BC, a.dk * BC, BC, BC, a.n_stages * BC};
+  }
+  std::array<std::size_t, n_pair_buffers> pair_sizes() const {
+    if (!dot) return {};
     const std::size_t tile = BR * BC;
-    return {nk_pad * a.dk, nk_pad * a.dv, dk_pad * a.nk, a.dk * t_ld, a.dv * t_ld,
-            q_in_place() ? 0 : a.nq * a.dk, dout_in_place() ? 0 : a.nq * a.dv, a.nq * dk_pad, a.nq,
-            tile, tile, tile, tile, tile, a.dv * BC, a.dk * BC, BC, BC, a.n_stages * BC};
+    return {nq_pad * dk2, nq_pad * dv2, nk_pad * dk2, nk_pad * dv2, dk_pad * nk_pad,
+            round_up(a.dk, MR) * t2_ld, round_up(a.dv, MR) * t2_ld, tile, tile, tile};
   }
   std::size_t scratch_bytes() const {
     std::size_t total = round_up(mask_sources(a) * BR * BC, scratch_alignment);
     for (std::size_t n : sizes()) total += round_up(n * sizeof(T), scratch_alignment);
+    for (std::size_t n : pair_sizes()) total += round_up(n * sizeof(bf16), scratch_alignment);
     return total;
   }
   buffers carve(void* base) const {
@@ -251,8 +287,15 @@ struct attention_backward_kernel {
       ptr[x] = reinterpret_cast<T*>(p);
       p += round_up(n[x] * sizeof(T), scratch_alignment);
     }
+    bf16* pair[n_pair_buffers];
+    const auto n2 = pair_sizes();
+    for (std::size_t x = 0; x < n_pair_buffers; ++x) {
+      pair[x] = reinterpret_cast<bf16*>(p);
+      p += round_up(n2[x] * sizeof(bf16), scratch_alignment);
+    }
     return {ptr[0],  ptr[1],  ptr[2],  ptr[3],  ptr[4],  ptr[5],  ptr[6],  ptr[7],  ptr[8],  ptr[9],
             ptr[10], ptr[11], ptr[12], ptr[13], ptr[14], ptr[15], ptr[16], ptr[17], ptr[18],
+            pair[0], pair[1], pair[2], pair[3], pair[4], pair[5], pair[6], pair[7], pair[8], pair[9],
             reinterpret_cast<bool*>(p)};
   }
 
@@ -470,10 +513,133 @@ struct attention_backward_kernel {
         for (std::size_t j = from; j < to; ++j)
           if (views[st](r, j)) ds[j] = T(0);
       }
+    if (dot) return;  // the panels of row pairs: `pair_panels`, once the tile's rows are done
     for (std::size_t jp = 0; jp < n_nr; jp += NR) {
       std::copy_n(s + jp, NR, buf.pp + ((c0 + jp) / NR) * BR * NR + r * NR);
       std::copy_n(ds + jp, NR, buf.dsp + ((c0 + jp) / NR) * BR * NR + r * NR);
     }
+  }
+
+  /// The bf16 operands of batch index bi (`dot`), packed once: Q and dO
+  /// rows, K and V in key panels of d pairs, K in column panels of key
+  /// pairs, Qᵀ and dOᵀ; zero wherever a product reads past the operands.
+  void pack_pairs(buffers& buf, const T* qb, const T* kb, const T* vb, const T* dob) const {
+    auto rows_of_pairs = [&](const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t cols, std::size_t cols2,
+                             bf16* dst) {
+      for (std::size_t i = 0; i < nq_pad; ++i) {
+        bf16* out = dst + i * cols2;
+        std::size_t c = 0;
+        if (i < a.nq) {
+          const T* row = src + static_cast<std::ptrdiff_t>(i) * rs;
+          if (cs == 1) {
+            forward::round_p_row(row, cols, out);  // exact: bf16 numbers
+            c = cols;
+          }
+          for (; c < cols; ++c) out[c] = forward::bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
+        }
+        std::fill(out + c, out + cols2, bf16());
+      }
+    };
+    rows_of_pairs(qb, a.q_row, a.q_col, a.dk, dk2, buf.q2);
+    rows_of_pairs(dob, a.out_row, a.out_col, a.dv, dv2, buf.do2);
+    forward::pack_pairs_along_cols(kb, a.k_row, a.k_col, a.nk, a.dk, dk2, 0, a.nk, buf.kp2);
+    forward::pack_pairs_along_cols(vb, a.v_row, a.v_col, a.nk, a.dv, dv2, 0, a.nk, buf.vp2);
+    forward::pack_pairs_along_rows(kb, a.k_row, a.k_col, a.nk, a.dk, nk_pad, 0, a.nk, buf.kc2);
+    // transposed, in 16 x 16 blocks (as copy_2d); past nq and past d: zero
+    auto transposed = [&](const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t cols, bf16* dst) {
+      constexpr std::size_t B = 16;
+      for (std::size_t i0 = 0; i0 < a.nq; i0 += B)
+        for (std::size_t c0 = 0; c0 < cols; c0 += B)
+          for (std::size_t i = i0; i < std::min(a.nq, i0 + B); ++i) {
+            const T* row = src + static_cast<std::ptrdiff_t>(i) * rs;
+            for (std::size_t c = c0; c < std::min(cols, c0 + B); ++c)
+              dst[c * t2_ld + i] = forward::bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
+          }
+      for (std::size_t c = 0; c < cols; ++c) std::fill(dst + c * t2_ld + a.nq, dst + (c + 1) * t2_ld, bf16());
+      std::fill(dst + cols * t2_ld, dst + round_up(cols, MR) * t2_ld, bf16());
+    };
+    transposed(qb, a.q_row, a.q_col, a.dk, buf.qt2);
+    transposed(dob, a.out_row, a.out_col, a.dv, buf.dot2);
+  }
+
+  /// The tile's P and dS (rows [r0, rows), tile columns [lead, ne_nr))
+  /// rounded to bf16 into the panels of row pairs pp2 and dsp2, and dS
+  /// row-major into ds2 (`dot`). An odd last row is paired with whatever
+  /// the next row of s and ds holds (rows < BR: BR is even): the products
+  /// clear that half (`grads_on_pairs`).
+  void pair_panels(buffers& buf, std::size_t r0, std::size_t rows, std::size_t lead, std::size_t ne_nr) const {
+    auto interleave = [](const T* r0_, const T* r1_, bf16* dst) {
+      if (forward::interleave_rows(r0_, r1_, dst)) return;
+      for (std::size_t c = 0; c < NR; ++c) {
+        dst[2 * c] = bf16(static_cast<float>(r0_[c]));
+        dst[2 * c + 1] = bf16(static_cast<float>(r1_[c]));
+      }
+    };
+    for (std::size_t r = r0; r < rows; r += 2)
+      for (std::size_t jp = lead; jp < ne_nr; jp += NR) {
+        const std::size_t at = (jp / NR) * BR * NR + r * NR;
+        interleave(buf.s + r * BC + jp, buf.s + (r + 1) * BC + jp, buf.pp2 + at);
+        interleave(buf.ds + r * BC + jp, buf.ds + (r + 1) * BC + jp, buf.dsp2 + at);
+      }
+    for (std::size_t r = r0; r < rows; ++r) forward::round_p_row(buf.ds + r * BC + lead, ne_nr - lead, buf.ds2 + r * BC + lead);
+  }
+
+  /// S = Q Kᵀ and dP = dO Vᵀ of query panels [p0, panels) of the tile at
+  /// i0 and its columns [lead, ne) on bf16 pairs (`dot`; whole NR panels).
+  void scores_on_pairs(buffers& buf, std::size_t i0, std::size_t p0, std::size_t panels, std::size_t j0,
+                       std::size_t lead, std::size_t ne) const {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (dot_arch) {
+      using dot_kernel = bf16_dot_kernel<MR, NR / 16>;
+      for (std::size_t jp = lead; jp < ne; jp += NR)
+        for (std::size_t p = p0; p < panels; ++p) {
+          const std::size_t row = i0 + p * MR;
+          dot_kernel::run_strided(dk2 / 2, buf.q2 + row * dk2, dk2, buf.kp2 + (j0 + jp) * dk2, false,
+                                  tile_target<T>{buf.s, off_bc.data() + p * MR, unit.data() + jp, MR, NR, true, T(1), T(0)});
+          dot_kernel::run_strided(dv2 / 2, buf.do2 + row * dv2, dv2, buf.vp2 + (j0 + jp) * dv2, false,
+                                  tile_target<T>{buf.dp, off_bc.data() + p * MR, unit.data() + jp, MR, NR, true, T(1), T(0)});
+        }
+      return;
+    }
+#endif
+    (void)buf, (void)i0, (void)p0, (void)panels, (void)j0, (void)lead, (void)ne;
+  }
+
+  /// dVᵀ += dOᵀ P, dKᵀ += Qᵀ dS (the sums over the tile's query rows
+  /// [r0, rows), in pairs) and dQ += dS K (over its keys [lead, ne), in
+  /// pairs) on bf16 pairs (`dot`). An odd count of rows or keys ends on a
+  /// half pair: the kernel clears the B operand's half (pp2, dsp2, kc2),
+  /// and the A operand's is 0 (Qᵀ and dOᵀ past nq; dS past the tile's keys).
+  void grads_on_pairs(buffers& buf, std::size_t i0, std::size_t r0, std::size_t rows, std::size_t p0,
+                      std::size_t panels, std::size_t j0, std::size_t lead, std::size_t ne) const {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (dot_arch) {
+      using dot_kernel = bf16_dot_kernel<MR, NR / 16>;
+      const std::size_t ne_nr = round_up(ne, NR), row_pairs = (rows - r0 + 1) / 2;
+      const bool odd_rows = (rows - r0) % 2 != 0;
+      for (std::size_t jp = lead; jp < ne_nr; jp += NR) {
+        const std::size_t cols = std::min(NR, ne - jp), at = (jp / NR) * BR * NR + r0 * NR;
+        for (std::size_t p = 0; p * MR < a.dv; ++p)  // dVᵀ += dOᵀ P
+          dot_kernel::run_strided(row_pairs, buf.dot2 + p * MR * t2_ld + i0 + r0, t2_ld, buf.pp2 + at, odd_rows,
+                                  tile_target<T>{buf.dvt, off_bc.data() + p * MR, unit.data() + jp,
+                                                 std::min(MR, a.dv - p * MR), cols, true, T(1), T(1)});
+        for (std::size_t p = 0; p * MR < a.dk; ++p)  // dKᵀ += Qᵀ dS
+          dot_kernel::run_strided(row_pairs, buf.qt2 + p * MR * t2_ld + i0 + r0, t2_ld, buf.dsp2 + at, odd_rows,
+                                  tile_target<T>{buf.dkt, off_bc.data() + p * MR, unit.data() + jp,
+                                                 std::min(MR, a.dk - p * MR), cols, true, T(1), T(1)});
+      }
+      const std::size_t key_pairs = (ne - lead + 1) / 2;
+      const bool odd_keys = (ne - lead) % 2 != 0;
+      for (std::size_t p = p0; p < panels; ++p)  // dQ += dS K
+        for (std::size_t dp = 0; dp < dk_pad; dp += NR)
+          dot_kernel::run_strided(key_pairs, buf.ds2 + p * MR * BC + lead, BC,
+                                  buf.kc2 + ((dp / NR) * (nk_pad / 2) + (j0 + lead) / 2) * 2 * NR, odd_keys,
+                                  tile_target<T>{buf.dq + i0 * dk_pad, off_dq.data() + p * MR, unit.data() + dp,
+                                                 std::min(MR, rows - p * MR), NR, true, T(1), T(1)});
+      return;
+    }
+#endif
+    (void)buf, (void)i0, (void)r0, (void)rows, (void)p0, (void)panels, (void)j0, (void)lead, (void)ne;
   }
 
   /// The keys query rows [i_first, i_last] keep (kept_keys), or every key
@@ -501,14 +667,18 @@ struct attention_backward_kernel {
     const T* lse = g.lse + bi * a.nq;
     const T* lse_low = g.lse_low ? g.lse_low + bi * a.nq : nullptr;
     // Operands packed once per batch index.
-    pack_row_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kp);
-    pack_row_panels(vb, a.v_row, a.v_col, a.nk, a.dv, buf.vp);
-    pack_col_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kc);
     const auto tld = static_cast<std::ptrdiff_t>(t_ld);
-    copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qt, 1, tld);  // Qᵀ
-    copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dot, 1, tld);  // dOᵀ
-    if (!q_in_place()) copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qrow, std::ptrdiff_t(a.dk), 1);
-    if (!dout_in_place()) copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dorow, std::ptrdiff_t(a.dv), 1);
+    if (dot) {
+      pack_pairs(buf, qb, kb, vb, dob);
+    } else {
+      pack_row_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kp);
+      pack_row_panels(vb, a.v_row, a.v_col, a.nk, a.dv, buf.vp);
+      pack_col_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kc);
+      copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qt, 1, tld);  // Qᵀ
+      copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dot, 1, tld);  // dOᵀ
+      if (!q_in_place()) copy_2d(qb, a.q_row, a.q_col, a.nq, a.dk, buf.qrow, std::ptrdiff_t(a.dk), 1);
+      if (!dout_in_place()) copy_2d(dob, a.out_row, a.out_col, a.nq, a.dv, buf.dorow, std::ptrdiff_t(a.dv), 1);
+    }
     const T* qrows = q_in_place() ? qb : buf.qrow;
     const std::ptrdiff_t q_ld = q_in_place() ? a.q_row : static_cast<std::ptrdiff_t>(a.dk);
     const T* drows = dout_in_place() ? dob : buf.dorow;
@@ -518,6 +688,12 @@ struct attention_backward_kernel {
     std::fill(buf.dsum, buf.dsum + a.nq, T(0));
     for (std::size_t c = 0; c < a.dv; ++c) {
       const T* o = a.out + ob + static_cast<std::ptrdiff_t>(c) * a.out_col;
+      if (dot) {  // no float dOᵀ: dO read in place
+        const T* d = dob + static_cast<std::ptrdiff_t>(c) * a.out_col;
+        for (std::size_t i = 0; i < a.nq; ++i)
+          buf.dsum[i] += d[static_cast<std::ptrdiff_t>(i) * a.out_row] * o[static_cast<std::ptrdiff_t>(i) * a.out_row];
+        continue;
+      }
       const T* d = buf.dot + c * t_ld;
       for (std::size_t i = 0; i < a.nq; ++i) buf.dsum[i] += d[i] * o[static_cast<std::ptrdiff_t>(i) * a.out_row];
     }
@@ -577,6 +753,17 @@ struct attention_backward_kernel {
           if (pk.hi > j0 && pk.lo < j0 + ne) break;
         }
         const std::size_t r0 = p0 * MR;
+        if (dot) {
+          scores_on_pairs(buf, i0, p0, panels, j0, lead, ne);
+          for (std::size_t r = r0; r < rows; ++r)
+            row_grad(buf, views, bi, r, i0 + r, j0 + lead, lead, ne - lead, lse[i0 + r], lse_low ? lse_low[i0 + r] : T(0),
+                     learns ? &acc : nullptr, unmasked);
+          started = true;
+          pair_panels(buf, r0, rows, lead, ne_nr);
+          grads_on_pairs(buf, i0, r0, rows, p0, panels, j0, lead, ne);
+          if (a.tile_counts) a.tile_counts->bf16_tiles.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
         for (std::size_t jp = lead; jp < ne; jp += NR)
           for (std::size_t p = p0; p < panels; ++p) {  // S = Q Kᵀ, dP = dO Vᵀ
             const std::size_t cols = std::min(NR, round_up(ne - jp, simd_ops<T, Arch>::width));

@@ -6,7 +6,9 @@
 /// (kernels/attention_backward.hpp) on its Q, K, V, saved output and dO
 /// converted to float in the running thread's scratch; P, dP, dS and the
 /// sums dQ, dK, dV are float, and each gradient element is rounded to bf16
-/// once, after its last term. Where a broadcast batch dim (stride 0) makes
+/// once, after its last term. Where the build has AVX512-BF16 the products
+/// run on bf16 pairs (`attention_args::bf16_products`: P and dS rounded to
+/// bf16 for the products that read them). Where a broadcast batch dim (stride 0) makes
 /// batch indices share an element of Q, K or V, that operand's gradient is
 /// summed over them in a float buffer of its size first (and the batch
 /// indices run one after another, as the float backward runs them).
