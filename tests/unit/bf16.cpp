@@ -51,6 +51,7 @@ TEST_CASE("bf16: exact values keep their bits", "[bf16]") {
   CHECK(bits_of(0x00000000) == 0x0000);  // +0
   CHECK(bits_of(0x80000000) == 0x8000);  // -0
   CHECK(bf16().bits() == 0x0000);
+  STATIC_REQUIRE(bf16{}.bits() == 0x0000);  // value-initialised: zero (bf16 x; is uninitialised, as float x;)
   CHECK(bf16(2).bits() == 0x4000);
   CHECK(bf16(-0.5).bits() == 0xbf00);
 }

@@ -25,7 +25,9 @@ namespace dimsum {
 /// A bfloat16 number: the upper 16 bits of a float32. See the file comment.
 class bf16 {
  public:
-  /// Zero.
+  /// `bf16()` and `bf16{}` are zero, as `float()` is; `bf16 x;` leaves x
+  /// uninitialised, as `float x;` does (so a bf16 tensor that a kernel
+  /// writes in full is allocated without being zero-filled first).
   constexpr bf16() noexcept = default;
 
   /// Rounds `x` to the nearest bf16, ties to even (NaN stays NaN, quiet).
@@ -91,10 +93,11 @@ class bf16 {
   friend std::ostream& operator<<(std::ostream& os, bf16 b) { return os << b.to_float(); }
 
  private:
-  std::uint16_t bits_ = 0;
+  std::uint16_t bits_;
 };
 
-static_assert(sizeof(bf16) == 2 && std::is_trivially_copyable_v<bf16>, "dimsum: bf16 must be 16 plain bits");
+static_assert(sizeof(bf16) == 2 && std::is_trivially_copyable_v<bf16> && std::is_trivially_default_constructible_v<bf16>,
+              "dimsum: bf16 must be 16 plain bits");
 
 /// Whether T is a 16-bit floating-point storage type whose arithmetic
 /// happens in float32 (true for `bf16`).

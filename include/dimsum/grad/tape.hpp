@@ -143,14 +143,7 @@ constexpr bool same_names_in_order() {
   return true;
 }
 
-/// A tensor of the given extents whose elements are not initialised (for
-/// a buffer that is written in full before it is read).
-template <class Tensor>
-Tensor uninitialized_tensor(const std::array<std::size_t, Tensor::rank>& ext) {
-  typename Tensor::storage_type::shape_type shape{};
-  for (std::size_t i = 0; i < Tensor::rank; ++i) shape[i] = ext[i];
-  return Tensor::adopt(typename Tensor::storage_type(shape));
-}
+using dimsum::detail::uninitialized_tensor;  // tensor/tensor.hpp
 
 /// The node of a var with dims Ds: its value, its gradient (allocated on
 /// the first contribution) and the rule that sends the gradient on. The

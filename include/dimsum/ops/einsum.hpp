@@ -267,7 +267,8 @@ namespace detail {
 /// buffer, then each rounded once to bf16.
 template <class E, std::size_t R>
 void eval_rounded(const E& e, const strided<bf16, R>& dst) {
-  auto sums = tensor_for_t<float, dims_of_t<E>>::from_extents(e.extents());
+  // written in full by eval_sums_to (the GEMM with beta = 0, or the loops)
+  auto sums = uninitialized_tensor<tensor_for_t<float, dims_of_t<E>>>(e.extents());
   e.eval_sums_to(strided<float, R>{sums.data(), sums.extents(), sums.strides()});
   cast<bf16>(sums).eval_to(dst);
 }

@@ -306,6 +306,15 @@ decltype(auto) materialize(const E& e) {
     return tensor_for_t<value_type_of_t<X>, dims_of_t<X>>(e);
 }
 
+/// A tensor of the given extents whose elements are not initialised (for
+/// a buffer that is written in full before it is read).
+template <class Tensor>
+Tensor uninitialized_tensor(const std::array<std::size_t, Tensor::rank>& ext) {
+  typename Tensor::storage_type::shape_type shape{};
+  for (std::size_t i = 0; i < Tensor::rank; ++i) shape[i] = ext[i];
+  return Tensor::adopt(typename Tensor::storage_type(shape));
+}
+
 /// The evaluator of a non-element-wise expression: materialise, then read.
 template <class Root, class E>
 auto materializing_evaluator(const E& e) {
