@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <numeric>
 #include <type_traits>
@@ -223,6 +224,23 @@ struct bf16_gemm_path<avx512_bf16_arch> {
   static void pack(bf16* __restrict dst, const bf16* src, const std::ptrdiff_t* k_off, std::size_t kc,
                    const std::ptrdiff_t* x_off, std::size_t width, bool x_unit) noexcept {
     const std::size_t kq = (kc + 1) / 2;
+    if (!x_unit && kc >= 2 && consecutive(k_off, kc)) {
+      // K contiguous in each row (A row-major, k innermost): each pair of k
+      // is one 32-bit word of its row, copied whole; rows read in turn.
+      const std::size_t whole = kc / 2;
+      for (std::size_t x = 0; x < width; ++x) {
+        const bf16* row = src + k_off[0] + x_off[x];
+        bf16* d = dst + 2 * x;
+        for (std::size_t q = 0; q < whole; ++q) std::memcpy(d + q * 2 * R, row + 2 * q, 2 * sizeof(bf16));
+        if (kc % 2 != 0) {
+          d[whole * 2 * R] = row[kc - 1];
+          d[whole * 2 * R + 1] = bf16();
+        }
+      }
+      for (std::size_t q = 0; q < kq; ++q)
+        for (std::size_t x = width; x < R; ++x) dst[q * 2 * R + 2 * x] = dst[q * 2 * R + 2 * x + 1] = bf16();
+      return;
+    }
     for (std::size_t q = 0; q < kq; ++q) {
       const bf16* s0 = src + k_off[2 * q];
       const bf16* s1 = 2 * q + 1 < kc ? src + k_off[2 * q + 1] : nullptr;
