@@ -184,6 +184,14 @@ TEST_CASE("bf16 var gradients: einsum (bf16 GEMM, float32 sums)", "[grad][bf16]"
   // One var as both operands: both contributions summed in float32, rounded once.
   const auto s = random_bf16(tensor<double, a, b>::from_extents({6, 48}), 3);
   check_rule("a b, a b -> b", tolerance{1, 6}, [](auto s) { return dimsum::einsum<"a b, a b -> b">(s, s); }, s);
+  // x feeds two contractions on the GEMM: the second gradient is added
+  // onto the first's float32 sums by the kernel (beta = 1). (y twice, as
+  // two vars: the forward's sum of the two rounded products is exact.)
+  check_rule("two products of x", tolerance{1, 2 * 7},
+             [](auto x, auto y, auto z) {
+               return dimsum::einsum<"a c, c b -> a b">(x, y) + dimsum::einsum<"a c, c b -> a b">(x, z);
+             },
+             x, y, y);
   // Through rename (its gradient, a bf16 var's, is rounded before it is
   // passed on: checked alone here, where that rounding is the only one).
   check_rule("rename then a c, c b -> a b", tolerance{1, 48},
@@ -200,6 +208,13 @@ TEST_CASE("bf16 var gradients: element-wise operations with broadcasting", "[gra
   check_rule("x + bias", tolerance{1, 6}, [](auto x, auto b) { return x + b; }, x, bias);
   check_rule("x - bias", tolerance{1, 6}, [](auto x, auto b) { return x - b; }, x, bias);
   check_rule("x * bias", tolerance{1, 6}, [](auto x, auto b) { return x * b; }, x, bias);
+  // Biases over the trailing dims of a 3-d x (summed row by row over a)
+  // and over its leading dim (summed over b and c).
+  const auto x3 = random_bf16(tensor<double, a, b, c>::from_extents({5, 6, 9}), 14);
+  check_rule("x3 + bias over b c", tolerance{1, 5},
+             [](auto x, auto bb) { return x + bb; }, x3, random_bf16(tensor<double, b, c>::from_extents({6, 9}), 15));
+  check_rule("x3 + bias over a", tolerance{1, 54},
+             [](auto x, auto ba) { return x + ba; }, x3, random_bf16(tensor<double, a>::from_extents({5}), 16));
   check_rule("x * x", tolerance{1, 1}, [](auto x) { return x * x; }, x);
   check_rule("x / positive", tolerance{2, 1}, [](auto x, auto p) { return x / p; }, x, positive);
   check_rule("-x * 3", tolerance{1, 1}, [](auto x) { return -x * 3.0; }, x);

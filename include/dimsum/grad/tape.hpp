@@ -168,7 +168,8 @@ struct var_node final : node_base {
   // A bf16 var's gradient is summed in float32 (docs/design.md, "bfloat16
   // gradients"): every contribution goes into `wide`, in float32, and the
   // sum is rounded to bf16 once, when backward reaches this node
-  // (`settle`), before hooks and the rule see it. For float and double,
+  // (`settle`), before hooks and the rule see it (a bf16 tensor that is
+  // the only contribution is kept as it is). For float and double,
   // `wide` is an empty member and contributions go straight into `grad`.
   using wide_value_type = accumulator_t<T>;
   static constexpr bool sums_wide = !std::is_same_v<wide_value_type, T>;
@@ -212,6 +213,16 @@ struct var_node final : node_base {
     requires sums_wide
   {
     using A = wide_value_type;
+    if constexpr (std::is_same_v<std::remove_cvref_t<E>, tensor_type>) {
+      if (!has_wide && !has_grad) {
+        // A bf16 gradient alone is kept as it is: widening it to float32 and
+        // rounding the sum back gives the same values (a later contribution
+        // joins it in float32, as a loss's seed does, in `settle`).
+        grad = std::forward<E>(e);
+        has_grad = true;
+        return;
+      }
+    }
     if constexpr (same_name_set_v<dim_list<Ds...>, dims_of_t<E>> && std::is_same_v<value_type_of_t<E>, A>) {
       if (!has_wide) {
         wide = std::forward<E>(e);  // a float tensor rvalue is moved in

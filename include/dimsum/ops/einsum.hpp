@@ -164,6 +164,15 @@ class einsum_expr : public expression_tag {
     return true;
   }
 
+  /// For bf16 operands on the GEMM kernel: dst += the float32 sums (the
+  /// bf16 kernel with beta = 1), as `accumulate_to` for float operands.
+  void accumulate_sums_to(const strided<float, rank>& dst) const
+    requires(uses_gemm && !uses_fused_attention && is_bf16_v<value_type>)
+  {
+    if (!has_empty_label())
+      std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)..., 1.0f); }, ops_);
+  }
+
   /// For bf16 operands: the float32 sums themselves, written into a float
   /// dst (what `einsum<float>(...)` of bf16 operands returns): on the bf16
   /// GEMM kernel where the contraction fits it, else the float einsum of

@@ -12,7 +12,10 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include <dimsum/kernels/reduce.hpp>
+#include <dimsum/kernels/simd.hpp>
 #include <dimsum/nn/module.hpp>
 #include <dimsum/optim/parameter_states.hpp>
 
@@ -145,7 +148,28 @@ class adamw : public optimizer_base<adamw, adamw_state, adamw_options> {
     T* m = s.exp_avg.data();
     T* q = s.exp_avg_sq.data();
     T* qmax = options.amsgrad ? s.max_exp_avg_sq.data() : nullptr;
-    for (std::size_t k = 0; k < n; ++k) {
+    std::size_t k = 0;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      // Whole vectors (the loop below's operations in its order; square
+      // root and division are exact in both), the rest and AMSGrad or
+      // maximize by the loop.
+      using ops = kernels::detail::simd_ops<T, kernels::detail::sum_arch<T>>;
+      using B = typename ops::vec;
+      if constexpr (ops::width > 1) {
+        if (!options.amsgrad && !options.maximize) {
+          for (; k + ops::width <= n; k += ops::width) {
+            const B gk = ops::loadu(g + k);
+            const B mk = ops::loadu(m + k) * B(b1) + B(one_b1) * gk;
+            const B qk = ops::loadu(q + k) * B(b2) + B(one_b2) * (gk * gk);
+            const B denom = xsimd::sqrt(qk) / B(bc2_sqrt) + B(eps);
+            ops::storeu(v + k, ops::loadu(v + k) * B(decay) - B(step_size) * (mk / denom));
+            ops::storeu(m + k, mk);
+            ops::storeu(q + k, qk);
+          }
+        }
+      }
+    }
+    for (; k < n; ++k) {
       const T gk = options.maximize ? -g[k] : g[k];
       v[k] = v[k] * decay;
       m[k] = m[k] * b1 + one_b1 * gk;

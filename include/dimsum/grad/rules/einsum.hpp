@@ -73,8 +73,21 @@ void einsum_grad_to(const T* g, const std::array<std::size_t, FlatOut::size>& ge
     // accumulation) go into operand J's float32 gradient sum unrounded.
     using W = tensor_for_t<float, FJ>;
     if constexpr (Keep::size == FJ::size) {
-      const W sums = dimsum::detail::typed_einsum_expr<float, decltype(contraction)>(std::move(contraction));
-      nj.accumulate_wide_raw(sums.data());
+      // written into the float32 sum in place: by the GEMM (beta = 0 for
+      // the first contribution, 1 after), else from a buffer
+      const auto& ext = std::get<J>(exts);
+      using Node = std::remove_cvref_t<decltype(nj)>;
+      if (!nj.has_wide) {
+        nj.wide = uninitialized_tensor<typename Node::wide_tensor_type>(nj.value().extents());
+        contraction.eval_sums_to(strided<float, FJ::size>{nj.wide.data(), ext, dimsum::detail::row_major_strides(ext)});
+        nj.has_wide = true;
+      } else if constexpr (decltype(contraction)::uses_gemm && !decltype(contraction)::uses_fused_attention) {
+        contraction.accumulate_sums_to(
+            strided<float, FJ::size>{nj.wide.data(), ext, dimsum::detail::row_major_strides(ext)});
+      } else {
+        const W sums = dimsum::detail::typed_einsum_expr<float, decltype(contraction)>(std::move(contraction));
+        nj.accumulate_wide_raw(sums.data());
+      }
     } else {
       const tensor_for_t<float, Keep> reduced =
           dimsum::detail::typed_einsum_expr<float, decltype(contraction)>(std::move(contraction));

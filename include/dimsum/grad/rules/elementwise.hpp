@@ -7,8 +7,10 @@
 ///
 ///     auto q = dimsum::einsum<"b p m, h m d -> b p h d">(x, w_q) + b_q;   // b_q: var<float, h, d>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -32,6 +34,32 @@ decltype(auto) reduce_to(E&& e) {
     return reduce_expr<kernels::reduce_op::sum, without_t<dims_of_t<E>, L>, E>(std::forward<E>(e));
 }
 
+/// Whether L names the last L::size dims of D, in D's order.
+template <class L, class D>
+constexpr bool trailing_dims() {
+  if (L::size > D::size) return false;
+  for (std::size_t i = 0; i < L::size; ++i)
+    if (L::names[i] != D::names[D::size - L::size + i]) return false;
+  return true;
+}
+
+/// The float32 sums of the bf16 tensor g over its leading dims onto its
+/// trailing dims L (a bias gradient): each row widened and added in turn,
+/// no float32 copy of g.
+template <class L, class G>
+auto row_sums_widened(const G& g) {
+  using D = dims_of_t<G>;
+  std::array<std::size_t, L::size> ext{};
+  const auto ge = g.extents();
+  for (std::size_t i = 0; i < L::size; ++i) ext[i] = ge[D::size - L::size + i];
+  auto acc = tensor_for_t<float, L>::from_extents(ext);
+  const std::size_t cols = acc.size();
+  const std::size_t rows = cols == 0 ? 0 : g.size() / cols;
+  const auto* w = reinterpret_cast<const std::uint16_t*>(g.data());
+  for (std::size_t r = 0; r < rows; ++r) kernels::detail::widen_add_contiguous(w + r * cols, cols, acc.data());
+  return acc;
+}
+
 /// Adds the gradient contribution e to operand x, summed onto x's dims;
 /// nothing for a scalar or a var without gradient.
 template <class X, class E>
@@ -39,10 +67,16 @@ void send(const X& x, E&& e) {
   if constexpr (var_like<X>) {
     if (!x.requires_grad()) return;
     using L = typename X::dims;
-    if constexpr (is_bf16_v<typename X::value_type> && is_bf16_v<value_type_of_t<E>> && !same_name_set_v<L, dims_of_t<E>>)
-      x.node()->accumulate(reduce_to<L>(dimsum::cast<float>(std::forward<E>(e))));  // a bf16 broadcast summed in float32
-    else
+    if constexpr (is_bf16_v<typename X::value_type> && is_bf16_v<value_type_of_t<E>> && !same_name_set_v<L, dims_of_t<E>>) {
+      // a bf16 broadcast summed in float32
+      if constexpr (std::is_same_v<std::remove_cvref_t<E>, tensor_for_t<bf16, dims_of_t<E>>> &&
+                    trailing_dims<L, dims_of_t<E>>())
+        x.node()->accumulate(row_sums_widened<L>(e));
+      else
+        x.node()->accumulate(reduce_to<L>(dimsum::cast<float>(std::forward<E>(e))));
+    } else {
       x.node()->accumulate(reduce_to<L>(std::forward<E>(e)));
+    }
   }
 }
 
