@@ -613,6 +613,10 @@ struct attention_kernel {
   }
   bool vanish[max_score_stages] = {};  // masked_keys_vanish of each causal stage
   bool has_map = false;  // a map stage: prepare_row runs the stages a row at a time (`stage_row`)
+  // The stages are multiplications and divisions, then at most one causal
+  // stage, and there is no bias: prepare_row's vector loop runs them without
+  // dispatching on each stage per vector (the same operations in order).
+  bool plain_chain = false;
   std::size_t dv_pad, nk_pad;
   std::size_t dk2;  // dk rounded up to pairs (the bf16 products)
   std::ptrdiff_t s_row_off[BR], col_off[BC];
@@ -624,6 +628,13 @@ struct attention_kernel {
     for (std::size_t s = 0; s < a.n_stages; ++s)
       vanish[s] = a.stages[s].op == score_op::causal && masked_keys_vanish(a, s);
     for (std::size_t s = 0; s < a.n_stages; ++s) has_map = has_map || a.stages[s].op == score_op::map;
+    plain_chain = !a.bias.present();
+    for (std::size_t s = 0; s < a.n_stages; ++s) {
+      const score_op op = a.stages[s].op;
+      const bool arithmetic = op == score_op::multiply || op == score_op::divide;
+      const bool last_causal = op == score_op::causal && s + 1 == a.n_stages;
+      plain_chain = plain_chain && (arithmetic || last_causal);
+    }
     for (std::size_t i = 0; i < BR; ++i) {
       s_row_off[i] = static_cast<std::ptrdiff_t>(i * BC);
       o_row_off[i] = static_cast<std::ptrdiff_t>(i * dv_pad);
@@ -1109,6 +1120,27 @@ struct attention_kernel {
       const auto iota = ops::load(lane), vn = ops::broadcast(T(n)), vninf = ops::broadcast(ninf);
       const auto vslope = ops::broadcast(slope), vsbase = ops::broadcast(sbase);
       auto vm = vninf;
+      if (plain_chain) {
+        const std::size_t n_arith = a.n_stages > 0 && a.stages[a.n_stages - 1].op == score_op::causal ? a.n_stages - 1 : a.n_stages;
+        const bool causal = n_arith < a.n_stages;
+        // columns outside [lo, hi) take the causal stage's value, from n on -inf
+        const auto lo = ops::broadcast(T(causal ? keep_from[n_arith] : 0)),
+                   hi = ops::broadcast(T(causal ? keep_to[n_arith] : n_vec));
+        const auto fill = ops::broadcast(causal ? value[n_arith] : ninf);
+        for (std::size_t j = 0; j < n_vec; j += W) {
+          auto x = ops::loadu(row + j);
+          const auto col = iota + ops::broadcast(T(j));
+          for (std::size_t s = 0; s < n_arith; ++s) {
+            const auto v = ops::broadcast(value[s]);
+            x = a.stages[s].op == score_op::multiply ? x * v : x / v;
+          }
+          x = xsimd::select(col < lo || col >= hi, fill, x);
+          x = xsimd::select(col >= vn, vninf, x);
+          ops::storeu(row + j, x);
+          vm = xsimd::max(vm, x);
+        }
+        return lane_max<T, Arch>(vm);
+      }
       for (std::size_t j = 0; j < n_vec; j += W) {
         auto x = ops::loadu(row + j);
         const auto col = iota + ops::broadcast(T(j));
