@@ -333,9 +333,81 @@ struct attention_backward_kernel {
   /// strides, in 16 x 16 blocks: when one side walks a column, a block
   /// keeps its cache lines (and, with a large stride, its cache sets) from
   /// being evicted before their other elements are used.
+  /// Float rows walked in both (dQ's store) take whole vectors; a float
+  /// transposition (dK's and dV's, src_rs = dst_cs = 1) on AVX-512 takes
+  /// 16 x 16 blocks transposed in registers, its edges the loops below.
   template <bool Add = false>
   static void copy_2d(const T* src, std::ptrdiff_t src_rs, std::ptrdiff_t src_cs, std::size_t rows,
                       std::size_t cols, T* dst, std::ptrdiff_t dst_rs, std::ptrdiff_t dst_cs) {
+    constexpr std::size_t B = 16;
+    if constexpr (std::is_same_v<T, float>) {
+      if (src_cs == 1 && dst_cs == 1) {
+        using ops = simd_ops<T, Arch>;
+        constexpr std::size_t W = ops::width;
+        for (std::size_t r = 0; r < rows; ++r) {
+          const T* in = src + static_cast<std::ptrdiff_t>(r) * src_rs;
+          T* out = dst + static_cast<std::ptrdiff_t>(r) * dst_rs;
+          std::size_t c = 0;
+          if constexpr (W > 1)
+            for (; c + W <= cols; c += W) ops::storeu(out + c, Add ? ops::loadu(out + c) + ops::loadu(in + c) : ops::loadu(in + c));
+          for (; c < cols; ++c) out[c] = Add ? out[c] + in[c] : in[c];
+        }
+        return;
+      }
+#if defined(__AVX512F__)
+      if (src_rs == 1 && dst_cs == 1 && rows >= B && cols >= B) {
+        const std::size_t rows16 = rows / B * B, cols16 = cols / B * B;
+        for (std::size_t r0 = 0; r0 < rows16; r0 += B)
+          for (std::size_t c0 = 0; c0 < cols16; c0 += B)
+            transpose16<Add>(src + static_cast<std::ptrdiff_t>(c0) * src_cs + static_cast<std::ptrdiff_t>(r0), src_cs,
+                             dst + static_cast<std::ptrdiff_t>(r0) * dst_rs + static_cast<std::ptrdiff_t>(c0), dst_rs);
+        if (cols16 < cols)
+          copy_2d_loops<Add>(src + static_cast<std::ptrdiff_t>(cols16) * src_cs, src_rs, src_cs, rows16, cols - cols16,
+                             dst + static_cast<std::ptrdiff_t>(cols16), dst_rs, dst_cs);
+        if (rows16 < rows)
+          copy_2d_loops<Add>(src + static_cast<std::ptrdiff_t>(rows16), src_rs, src_cs, rows - rows16, cols,
+                             dst + static_cast<std::ptrdiff_t>(rows16) * dst_rs, dst_rs, dst_cs);
+        return;
+      }
+#endif
+    }
+    copy_2d_loops<Add>(src, src_rs, src_cs, rows, cols, dst, dst_rs, dst_cs);
+  }
+#if defined(__AVX512F__)
+  /// The 16 x 16 floats at src (rows ld apart) transposed into dst (rows
+  /// dld apart), or added to it: pairs, quads, then 128-bit lanes swapped.
+  template <bool Add>
+  static void transpose16(const float* src, std::ptrdiff_t ld, float* dst, std::ptrdiff_t dld) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ld);
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int h = 0; h < 16; h += 8)
+      for (int i = 0; i < 4; ++i) {
+        t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+        t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+      }
+    for (int i = 0; i < 8; ++i) {
+      r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+      r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+    for (int i = 0; i < 16; ++i) {
+      float* d = dst + i * dld;
+      _mm512_storeu_ps(d, Add ? _mm512_add_ps(_mm512_loadu_ps(d), r[i]) : r[i]);
+    }
+  }
+#endif
+  template <bool Add>
+  static void copy_2d_loops(const T* src, std::ptrdiff_t src_rs, std::ptrdiff_t src_cs, std::size_t rows,
+                            std::size_t cols, T* dst, std::ptrdiff_t dst_rs, std::ptrdiff_t dst_cs) {
     constexpr std::size_t B = 16;
     for (std::size_t r0 = 0; r0 < rows; r0 += B)
       for (std::size_t c0 = 0; c0 < cols; c0 += B) {
