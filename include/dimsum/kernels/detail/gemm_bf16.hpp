@@ -246,6 +246,22 @@ struct bf16_gemm_path<avx512_bf16_arch> {
       const bf16* s1 = 2 * q + 1 < kc ? src + k_off[2 * q + 1] : nullptr;
       bf16* d = dst + q * 2 * R;
       std::size_t x = 0;
+#if defined(__AVX512VL__)
+      if constexpr (R <= 8) {
+        if (x_unit) {
+          // an A panel (R = MR rows along M, unit stride): the two rows' R
+          // values read under a mask (nothing past width is touched, zeros
+          // there), interleaved into R pairs, written under a mask
+          const auto m = static_cast<__mmask8>((1u << width) - 1);
+          const __m128i r0 = _mm_maskz_loadu_epi16(m, s0 + x_off[0]);
+          const __m128i r1 = s1 ? _mm_maskz_loadu_epi16(m, s1 + x_off[0]) : _mm_setzero_si128();
+          const __m256i pairs =
+              _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(r0, r1)), _mm_unpackhi_epi16(r0, r1), 1);
+          _mm256_mask_storeu_epi16(d, static_cast<__mmask16>((1u << (2 * R)) - 1), pairs);
+          continue;
+        }
+      }
+#endif
       if (x_unit) {
         s0 += x_off[0];
         if (s1) {
