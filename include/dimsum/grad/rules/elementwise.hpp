@@ -34,12 +34,17 @@ decltype(auto) reduce_to(E&& e) {
     return reduce_expr<kernels::reduce_op::sum, without_t<dims_of_t<E>, L>, E>(std::forward<E>(e));
 }
 
-/// Whether L names the last L::size dims of D, in D's order.
-template <class L, class D>
-constexpr bool trailing_dims() {
-  if (L::size > D::size) return false;
-  for (std::size_t i = 0; i < L::size; ++i)
-    if (L::names[i] != D::names[D::size - L::size + i]) return false;
+template <class X>
+inline constexpr bool is_tensor_v = false;
+template <class T, dimension... Ds>
+inline constexpr bool is_tensor_v<tensor<T, Ds...>> = true;
+
+/// Whether the dims S are the last dims of L, in the same order.
+template <class S, class L>
+constexpr bool is_dims_suffix() {
+  if (S::size > L::size) return false;
+  for (std::size_t i = 0; i < S::size; ++i)
+    if (S::names[i] != L::names[L::size - S::size + i]) return false;
   return true;
 }
 
@@ -69,8 +74,7 @@ void send(const X& x, E&& e) {
     using L = typename X::dims;
     if constexpr (is_bf16_v<typename X::value_type> && is_bf16_v<value_type_of_t<E>> && !same_name_set_v<L, dims_of_t<E>>) {
       // a bf16 broadcast summed in float32
-      if constexpr (std::is_same_v<std::remove_cvref_t<E>, tensor_for_t<bf16, dims_of_t<E>>> &&
-                    trailing_dims<L, dims_of_t<E>>())
+      if constexpr (is_tensor_v<std::remove_cvref_t<E>> && is_dims_suffix<L, dims_of_t<E>>())
         x.node()->accumulate(row_sums_widened<L>(e));
       else
         x.node()->accumulate(reduce_to<L>(dimsum::cast<float>(std::forward<E>(e))));
@@ -173,20 +177,6 @@ G&& times_in_place(G& g, const V& v) {
 template <class A, class B>
 concept var_operands = (var_like<A> || var_like<B>) && (var_like<A> || named_expression<A> || scalar<A>) &&
                        (var_like<B> || named_expression<B> || scalar<B>);
-
-template <class X>
-inline constexpr bool is_tensor_v = false;
-template <class T, dimension... Ds>
-inline constexpr bool is_tensor_v<tensor<T, Ds...>> = true;
-
-/// Whether the dims S are the last dims of L, in the same order.
-template <class S, class L>
-constexpr bool is_dims_suffix() {
-  if (S::size > L::size) return false;
-  for (std::size_t i = 0; i < S::size; ++i)
-    if (S::names[i] != L::names[L::size - S::size + i]) return false;
-  return true;
-}
 
 /// The value of a op b for tensors or scalars a and b: when b's dims are
 /// the last dims of a (a bias, or equal dims; the result then has a's dims
