@@ -339,7 +339,6 @@ struct attention_backward_kernel {
   template <bool Add = false>
   static void copy_2d(const T* src, std::ptrdiff_t src_rs, std::ptrdiff_t src_cs, std::size_t rows,
                       std::size_t cols, T* dst, std::ptrdiff_t dst_rs, std::ptrdiff_t dst_cs) {
-    constexpr std::size_t B = 16;
     if constexpr (std::is_same_v<T, float>) {
       if (src_cs == 1 && dst_cs == 1) {
         using ops = simd_ops<T, Arch>;
@@ -355,6 +354,7 @@ struct attention_backward_kernel {
         return;
       }
 #if defined(__AVX512F__)
+      constexpr std::size_t B = 16;
       if (src_rs == 1 && dst_cs == 1 && rows >= B && cols >= B) {
         const std::size_t rows16 = rows / B * B, cols16 = cols / B * B;
         for (std::size_t r0 = 0; r0 < rows16; r0 += B)

@@ -154,8 +154,8 @@ class adamw : public optimizer_base<adamw, adamw_state, adamw_options> {
       // root and division are exact in both), the rest and AMSGrad or
       // maximize by the loop.
       using ops = kernels::detail::simd_ops<T, kernels::detail::sum_arch<T>>;
-      using B = typename ops::vec;
       if constexpr (ops::width > 1) {
+        using B = typename ops::vec;
         if (!options.amsgrad && !options.maximize) {
           for (; k + ops::width <= n; k += ops::width) {
             const B gk = ops::loadu(g + k);
