@@ -228,10 +228,14 @@ struct bf16_gemm_path<avx512_bf16_arch> {
       // K contiguous in each row (A row-major, k innermost): each pair of k
       // is one 32-bit word of its row, copied whole; rows read in turn.
       const std::size_t whole = kc / 2;
+      std::size_t q0 = 0;
+      if constexpr (R == 6) {
+        if (width == R) q0 = pack_six_rows(dst, src + k_off[0], x_off, whole);
+      }
       for (std::size_t x = 0; x < width; ++x) {
         const bf16* row = src + k_off[0] + x_off[x];
         bf16* d = dst + 2 * x;
-        for (std::size_t q = 0; q < whole; ++q) std::memcpy(d + q * 2 * R, row + 2 * q, 2 * sizeof(bf16));
+        for (std::size_t q = q0; q < whole; ++q) std::memcpy(d + q * 2 * R, row + 2 * q, 2 * sizeof(bf16));
         if (kc % 2 != 0) {
           d[whole * 2 * R] = row[kc - 1];
           d[whole * 2 * R + 1] = bf16();
@@ -291,6 +295,46 @@ struct bf16_gemm_path<avx512_bf16_arch> {
   }
   static void multiply(std::size_t kc, const bf16* pa, const bf16* pb, const tile_target<float>& t) noexcept {
     bf16_dot_kernel<mr, nr / 16>::run((kc + 1) / 2, pa, pb, t);
+  }
+
+ private:
+  /// pack<6>'s rows with K contiguous, 16 pairs of k at a time: the six
+  /// rows' 16 words (a word = one pair of k) loaded, interleaved two rows
+  /// at a time into (row 2i, row 2i+1) word pairs, and those 64-bit pairs
+  /// permuted three ways into the panel's order (for each pair of k, the six
+  /// rows' words). Returns how many pairs of k it packed (a multiple of 16).
+  static std::size_t pack_six_rows(bf16* __restrict dst, const bf16* base, const std::ptrdiff_t* x_off,
+                                   std::size_t whole) noexcept {
+    // word q of rows (2i, 2i+1) -> 64-bit lane q % 8 of the low (q < 8) or high half
+    const __m512i pair_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i pair_hi = _mm512_add_epi32(pair_lo, _mm512_set1_epi32(8));
+    // Output vector j (of 3 per half) holds 64-bit items w = 8j .. 8j+7 of
+    // that half, item w = (pair of k w / 3, row pair w % 3): the first two
+    // row pairs by one two-source permute, the third merged under a mask.
+    const __m512i two[3] = {_mm512_set_epi64(10, 2, 0, 9, 1, 0, 8, 0), _mm512_set_epi64(5, 0, 12, 4, 0, 11, 3, 0),
+                            _mm512_set_epi64(0, 15, 7, 0, 14, 6, 0, 13)};
+    const __m512i third[3] = {_mm512_set_epi64(0, 0, 1, 0, 0, 0, 0, 0), _mm512_set_epi64(0, 4, 0, 0, 3, 0, 0, 2),
+                              _mm512_set_epi64(7, 0, 0, 6, 0, 0, 5, 0)};
+    const __mmask8 third_mask[3] = {0x24, 0x49, 0x92};
+    const bf16* rows[6];
+    for (std::size_t x = 0; x < 6; ++x) rows[x] = base + x_off[x];
+    std::size_t q = 0;
+    for (; q + 16 <= whole; q += 16) {
+      __m512i r[6];
+      for (std::size_t x = 0; x < 6; ++x) r[x] = _mm512_loadu_si512(rows[x] + 2 * q);
+      __m512i pairs[2][3];
+      for (std::size_t i = 0; i < 3; ++i) {
+        pairs[0][i] = _mm512_permutex2var_epi32(r[2 * i], pair_lo, r[2 * i + 1]);
+        pairs[1][i] = _mm512_permutex2var_epi32(r[2 * i], pair_hi, r[2 * i + 1]);
+      }
+      bf16* d = dst + q * 12;
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t j = 0; j < 3; ++j) {
+          const __m512i ab = _mm512_permutex2var_epi64(pairs[h][0], two[j], pairs[h][1]);
+          _mm512_storeu_si512(d + (3 * h + j) * 32, _mm512_mask_permutexvar_epi64(ab, third_mask[j], third[j], pairs[h][2]));
+        }
+    }
+    return q;
   }
 };
 
