@@ -192,3 +192,80 @@ TEST_CASE("bf16 gemm: results are bit-identical on 1 and 2 threads, and contract
   CHECK(one.c == best.c);
   CHECK(worst_ratio(one, p.c, false) < 1.0);
 }
+
+TEST_CASE("bf16 gemm into a bf16 C: each float32 result rounded once in the store", "[bf16][gemm]") {
+  if (!dk::bf16_rounds_in_store(64, 64)) {
+    // no vdpbf16ps path in this build: contract_rounded declines and writes nothing
+    bf16_problem p = make(1, 6, 64, 64, false, 5);
+    std::vector<bf16> c16(p.m * p.n, bf16(-7.0f));
+    auto args = p.args();
+    CHECK_FALSE(dk::contract_rounded(args, c16.data()));
+    for (bf16 v : c16) CHECK(v.bits() == bf16(-7.0f).bits());
+    WARN("dimsum kernel path 'avx512bf16' skipped: not enabled at compile time");
+    return;
+  }
+  // K beyond one cache block is declined (its sums are not complete when stored)
+  CHECK_FALSE(dk::bf16_rounds_in_store(1u << 20, 64));
+  enum variant { plain, alpha_bias, c_transposed, subnormal_results, inf_and_nan };
+  const std::size_t sizes[][4] = {{1, 13, 70, 37}, {2, 7, 17, 64}, {1, 6, 64, 2}, {3, 19, 33, 5}, {1, 50, 130, 300}};
+  unsigned seed = 100;
+  for (const auto& s : sizes)
+    for (bool transposed : {false, true})
+      for (variant v : {plain, alpha_bias, c_transposed, subnormal_results, inf_and_nan}) {
+        bf16_problem p = make(s[0], s[1], s[2], s[3], transposed, seed++);
+        if (v == alpha_bias) {
+          p.alpha = 0.75f;
+          p.with_bias = true;
+        }
+        if (v == c_transposed) p.c_sn = std::ptrdiff_t(p.m), p.c_sm = 1;  // C's N strided: the store's per-element path
+        if (v == subnormal_results) p.alpha = std::ldexp(1.0f, -132);  // alpha * sum below float's normal range
+        if (v == inf_and_nan) {
+          p.a[0] = bf16(INFINITY);      // row 0 of batch 0: inf, or NaN where B's k = 0 value is 0
+          p.b[p.n > 1 ? 1 : 0] = bf16(0.0f);
+        }
+        // the reference: the float kernel's results (checked against double above), rounded one by one
+        bf16_problem f = p;
+        dk::contract(f.args());
+        std::vector<bf16> c16(p.c.size(), bf16(-7.0f));
+        auto args = p.args();
+        args.beta = 0.5f;  // unused: C is written, never read
+        REQUIRE(dk::contract_rounded(args, c16.data()));
+        INFO(p.nb << " x " << p.m << " x " << p.n << " x " << p.k << (transposed ? " transposed" : "") << ", case "
+                  << int(v));
+        std::size_t differ = 0, nonfinite = 0;
+        for (std::size_t b = 0; b < p.nb; ++b)
+          for (std::size_t i = 0; i < p.m; ++i)
+            for (std::size_t j = 0; j < p.n; ++j) {
+              const std::size_t ic = b * std::size_t(p.c_sb) + i * std::size_t(p.c_sm) + j * std::size_t(p.c_sn);
+              differ += c16[ic].bits() != bf16(f.c[ic]).bits();
+              nonfinite += !std::isfinite(f.c[ic]);
+            }
+        CHECK(differ == 0);
+        if (v == inf_and_nan) CHECK(nonfinite > 0);
+        if (v == subnormal_results) {
+          std::size_t subnormal = 0;
+          for (float x : f.c) subnormal += std::fpclassify(x) == FP_SUBNORMAL;
+          CHECK(subnormal > 0);
+        }
+        // and, without the special values, within bf16's half ulp of the float64 result
+        if (v == plain) {
+          bf16_problem r = p;
+          for (std::size_t q = 0; q < r.c.size(); ++q) r.c[q] = c16[q].to_float();
+          std::vector<float> c0 = p.c;
+          double worst = 0;
+          for (std::size_t i = 0; i < p.m; ++i)
+            for (std::size_t j = 0; j < p.n; ++j) {
+              double want = 0, abs_sum = 0;
+              for (std::size_t q = 0; q < p.k; ++q) {
+                const double x = p.a[i * std::size_t(p.a_sm) + q * std::size_t(p.a_sk)].to_float();
+                const double y = p.b[q * std::size_t(p.b_sk) + j * std::size_t(p.b_sn)].to_float();
+                want += x * y;
+                abs_sum += std::abs(x * y);
+              }
+              const double bound = std::ldexp(std::abs(want), -8) + double(p.k + 4) * std::ldexp(abs_sum, -24) + 1e-30;
+              worst = std::max(worst, std::abs(double(r.c[i * std::size_t(p.c_sm) + j]) - want) / bound);
+            }
+          CHECK(worst < 1.0);
+        }
+      }
+}

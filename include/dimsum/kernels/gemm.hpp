@@ -56,4 +56,36 @@ void contract_on(const contraction_args<bf16, float>& args) {
 /// in, else the float kernels on operands converted while packing.
 inline void contract(const contraction_args<bf16, float>& args) { contract_on<best_bf16_gemm_arch>(args); }
 
+/// Whether `contract_rounded` runs for a bf16 product of nk summed and nn
+/// N values per output row: where `best_bf16_gemm_arch` is the vdpbf16ps
+/// path and K fits one cache block of it (so each element's sum is
+/// complete when the micro-kernel stores it).
+inline bool bf16_rounds_in_store(std::size_t nk, std::size_t nn) {
+  if constexpr (avx512_bf16_arch::supported()) {
+    using Blk = detail::bf16_gemm_path<avx512_bf16_arch>::blocking;
+    return nk != 0 && nn != 0 && detail::block_plan<bf16, Blk>(nk, nn).kc >= nk;
+  } else {
+    (void)nk;
+    (void)nn;
+    return false;
+  }
+}
+
+/// `C = alpha * A·B (+ bias)` for bf16 A and B into a bf16 C at `c` (the
+/// args' C strides; args.c and args.beta unused), each element's float32
+/// result rounded once to bf16 in the micro-kernel's store, with no float
+/// C in memory: the values of the float32 sums rounded afterwards. Runs,
+/// and returns true, where `bf16_rounds_in_store` says; returns false,
+/// doing nothing, otherwise.
+inline bool contract_rounded(const contraction_args<bf16, float>& args, bf16* c) {
+  if (!bf16_rounds_in_store(args.k.size(), args.n.size())) return false;
+  if constexpr (avx512_bf16_arch::supported()) {
+    contraction_args<bf16, float> a = args;
+    a.c = nullptr;
+    a.beta = 0.0f;
+    detail::contract_bf16<avx512_bf16_arch>(a, c);
+  }
+  return true;
+}
+
 }  // namespace dimsum::kernels

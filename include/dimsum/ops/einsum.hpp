@@ -173,6 +173,31 @@ class einsum_expr : public expression_tag {
       std::apply([&](const auto&... op) { contract_gemm(dst, detail::materialize(op)..., 1.0f); }, ops_);
   }
 
+  /// For bf16 operands into a bf16 dst: the bf16 GEMM rounding each
+  /// float32 sum once as it stores it, where the kernel does
+  /// (kernels::bf16_rounds_in_store); false, doing nothing, otherwise.
+  bool eval_rounded_in_store(const strided<bf16, rank>& dst) const
+    requires(is_bf16_v<value_type>)
+  {
+    if constexpr (uses_gemm && !uses_fused_attention) {
+      std::size_t nk = 1, nn = 1;
+      for (std::size_t l = 0; l < plan_type::n_labels; ++l) {
+        if (plan_type::roles[l] == plan::role::k) nk *= label_extents_[l];
+        if (plan_type::roles[l] == plan::role::n) nn *= label_extents_[l];
+      }
+      if (has_empty_label() || !kernels::bf16_rounds_in_store(nk, nn)) return false;
+      return std::apply(
+          [&](const auto&... op) {
+            return kernels::contract_rounded(gemm_args(static_cast<float*>(nullptr), dst.strides, detail::materialize(op)...),
+                                             dst.data);
+          },
+          ops_);
+    } else {
+      (void)dst;
+      return false;
+    }
+  }
+
   /// For bf16 operands: the float32 sums themselves, written into a float
   /// dst (what `einsum<float>(...)` of bf16 operands returns): on the bf16
   /// GEMM kernel where the contraction fits it, else the float einsum of
@@ -216,19 +241,28 @@ class einsum_expr : public expression_tag {
   template <class D, class MA, class MB>
   void contract_gemm(const strided<D, rank>& dst, const MA& a, const MB& b, D beta = D(0), const D* bias = nullptr,
                      const std::array<std::ptrdiff_t, rank>* bias_strides = nullptr) const {
+    kernels::contract(gemm_args(dst.data, dst.strides, a, b, beta, bias, bias_strides));
+  }
+
+  // The kernel's arguments for C at c with strides c_strides (C's value
+  // type D; float for bf16 operands).
+  template <class D, class MA, class MB>
+  kernels::contraction_args<value_type, D> gemm_args(D* c, const std::array<std::ptrdiff_t, rank>& c_strides,
+                                                     const MA& a, const MB& b, D beta = D(0), const D* bias = nullptr,
+                                                     const std::array<std::ptrdiff_t, rank>* bias_strides = nullptr) const {
     kernels::contraction_args<value_type, D> args;
     args.beta = beta;
     args.bias = bias;
     args.a = a.data();
     args.b = b.data();
-    args.c = dst.data;
+    args.c = c;
     const auto sa = a.strides();
     const auto sb = b.strides();
     for (std::size_t l = 0; l < plan_type::n_labels; ++l) {
       const std::size_t pa = plan_type::position[0][l], pb = plan_type::position[1][l];
       const std::ptrdiff_t stride_a = pa == detail::npos ? 0 : sa[pa];
       const std::ptrdiff_t stride_b = pb == detail::npos ? 0 : sb[pb];
-      const std::ptrdiff_t stride_c = l < rank ? dst.strides[l] : 0;
+      const std::ptrdiff_t stride_c = l < rank ? c_strides[l] : 0;
       kernels::dim_group* g = nullptr;
       switch (plan_type::roles[l]) {
         case plan::role::batch: g = &args.batch; break;
@@ -244,7 +278,7 @@ class einsum_expr : public expression_tag {
       g->stride_c[g->rank] = stride_c;
       ++g->rank;
     }
-    kernels::contract(args);
+    return args;
   }
 
   template <class... M>
@@ -276,6 +310,7 @@ namespace detail {
 /// buffer, then each rounded once to bf16.
 template <class E, std::size_t R>
 void eval_rounded(const E& e, const strided<bf16, R>& dst) {
+  if (e.eval_rounded_in_store(dst)) return;
   // written in full by eval_sums_to (the GEMM with beta = 0, or the loops)
   auto sums = uninitialized_tensor<tensor_for_t<float, dims_of_t<E>>>(e.extents());
   e.eval_sums_to(strided<float, R>{sums.data(), sums.extents(), sums.strides()});

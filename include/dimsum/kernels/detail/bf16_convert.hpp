@@ -58,6 +58,22 @@ inline void widen_add_contiguous(const std::uint16_t* w, std::size_t n, float* _
   for (; c < n; ++c) acc[c] += std::bit_cast<float>(std::uint32_t(w[c]) << 16);
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/// 16 floats rounded to bf16 bits (round_from_float's integer arithmetic
+/// on a vector: nearest, ties to even, subnormals rounded as any other
+/// value, a NaN kept a NaN and made quiet).
+inline __m256i round16_bits(__m512 x) noexcept {
+  const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), abs = _mm512_set1_epi32(0x7fffffff),
+                inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x40);
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i hi = _mm512_srli_epi32(u, 16);
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi, one))), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, quiet));
+  return _mm512_maskz_cvtepi32_epi16(0xffff, r);
+}
+#endif
+
 /// w[c] = the bf16 word of src[c] for c < n, as `bf16(float)` rounds (to
 /// nearest, ties to even; a NaN stays a NaN, made quiet): the same integer
 /// arithmetic on whole vectors.
@@ -67,18 +83,11 @@ inline void widen_add_contiguous(const std::uint16_t* w, std::size_t n, float* _
 inline void round_contiguous(const float* __restrict src, std::size_t n, std::uint16_t* w) noexcept {
   std::size_t c = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), abs = _mm512_set1_epi32(0x7fffffff),
-                inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x40);
   const auto round16 = [&](std::size_t at) {
-    const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(src + at));
-    const __m512i hi = _mm512_srli_epi32(u, 16);
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(hi, one))), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, quiet));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + at), _mm512_maskz_cvtepi32_epi16(0xffff, r));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + at), round16_bits(_mm512_loadu_ps(src + at)));
   };
 #if defined(__AVX512BF16__)
-  const __m512i mantissa = _mm512_set1_epi32(0x007fffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x007fffff);
   const auto subnormal = [&](__m512 x) {
     const __m512i u = _mm512_castps_si512(x);
     return _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, inf), u, mantissa);

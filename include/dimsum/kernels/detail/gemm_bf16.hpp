@@ -30,6 +30,7 @@
 
 #include "dimsum/core/bf16.hpp"
 #include "dimsum/kernels/contraction_args.hpp"
+#include "dimsum/kernels/detail/bf16_convert.hpp"
 #include "dimsum/kernels/detail/gemm_driver.hpp"
 #include "dimsum/kernels/detail/gemm_layout.hpp"
 #include "dimsum/kernels/detail/gemm_micro.hpp"
@@ -112,8 +113,8 @@ template <std::size_t MR, std::size_t NV>
 struct bf16_dot_kernel {
   static constexpr std::size_t nr = 16 * NV;
 
-  static void run(std::size_t kq, const bf16* __restrict pa, const bf16* __restrict pb,
-                  const tile_target<float>& t) noexcept {
+  static void run(std::size_t kq, const bf16* __restrict pa, const bf16* __restrict pb, const tile_target<float>& t,
+                  bf16* rounded = nullptr) noexcept {
     __m512 acc[MR][NV];
     unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { acc[i][v] = _mm512_setzero_ps(); }); });
     const auto* a = reinterpret_cast<const unsigned char*>(pa);
@@ -137,7 +138,7 @@ struct bf16_dot_kernel {
     // accumulators on every pair of k (half the kernel's speed).
     __m512 out[MR][NV];
     unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { out[i][v] = acc[i][v]; }); });
-    store(out, t);
+    store(out, t, rounded);
   }
 
   /// The same product with A read in place: row i of the tile at a + i *
@@ -172,7 +173,9 @@ struct bf16_dot_kernel {
   }
 
  private:
-  static void store(const __m512 (&acc)[MR][NV], const tile_target<float>& t) noexcept {
+  /// With `rounded`, C is bf16 there (t's offsets, t.c unused, beta 0):
+  /// each element's float result rounded to nearest even, once.
+  static void store(const __m512 (&acc)[MR][NV], const tile_target<float>& t, bf16* rounded = nullptr) noexcept {
     const bool read_c = t.beta != 0.0f;
     if (t.cols_unit && t.rows == MR && t.cols == nr) {
       const __m512 alpha = _mm512_set1_ps(t.alpha), beta = _mm512_set1_ps(t.beta);
@@ -188,7 +191,11 @@ struct bf16_dot_kernel {
             r = read_c ? _mm512_fmadd_ps(alpha, acc[i][v], opaque(_mm512_mul_ps(beta, _mm512_loadu_ps(p))))
                        : _mm512_mul_ps(alpha, acc[i][v]);
           }
-          _mm512_storeu_ps(p, r);
+          if (rounded)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + t.row_offset[i] + t.col_offset[0] + v * 16),
+                                round16_bits(r));
+          else
+            _mm512_storeu_ps(p, r);
         });
       });
       return;
@@ -198,8 +205,12 @@ struct bf16_dot_kernel {
     unrolled<MR>([&](auto i) { unrolled<NV>([&](auto v) { _mm512_store_ps(tile + i * nr + v * 16, acc[i][v]); }); });
     for (std::size_t i = 0; i < t.rows; ++i)
       for (std::size_t j = 0; j < t.cols; ++j) {
-        float& c = t.c[t.row_offset[i] + t.col_offset[j]];
         const float x = tile[i * nr + j];
+        if (rounded) {
+          rounded[t.row_offset[i] + t.col_offset[j]] = bf16(t.bias ? std::fma(t.alpha, x, t.bias[j]) : t.alpha * x);
+          continue;
+        }
+        float& c = t.c[t.row_offset[i] + t.col_offset[j]];
         if (t.bias)
           c = std::fma(t.alpha, x, read_c ? std::fma(t.beta, c, t.bias[j]) : t.bias[j]);
         else
@@ -293,8 +304,9 @@ struct bf16_gemm_path<avx512_bf16_arch> {
       for (; x < R; ++x) d[2 * x] = d[2 * x + 1] = bf16();
     }
   }
-  static void multiply(std::size_t kc, const bf16* pa, const bf16* pb, const tile_target<float>& t) noexcept {
-    bf16_dot_kernel<mr, nr / 16>::run((kc + 1) / 2, pa, pb, t);
+  static void multiply(std::size_t kc, const bf16* pa, const bf16* pb, const tile_target<float>& t,
+                       bf16* rounded = nullptr) noexcept {
+    bf16_dot_kernel<mr, nr / 16>::run((kc + 1) / 2, pa, pb, t, rounded);
   }
 
  private:
@@ -342,17 +354,20 @@ struct bf16_gemm_path<avx512_bf16_arch> {
 
 /// C[bi, m0:m1, n0:n1] of a bf16 problem on the calling thread: B blocks
 /// (KC x NC) and A blocks (MC x KC) packed by Path, micro-tiles multiplied
-/// by it.
+/// by it. With `c16` (the vdpbf16ps path, K within one block, beta 0; see
+/// bf16_rounds_in_store) C is bf16 there, at p's C strides, each element
+/// rounded once in the micro-kernel's store.
 template <class Arch>
 void bf16_gemm_rectangle(const gemm_problem<float>& p, const bf16* a0, const bf16* b0, std::size_t bi,
-                         std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
+                         std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1, bf16* c16 = nullptr) {
   using path = bf16_gemm_path<Arch>;
   using Blk = typename path::blocking;
   using P = typename path::packed;
   constexpr std::size_t MR = Blk::mr, NR = Blk::nr;
   const bf16* a = a0 + offset_of(p.batch, p.batch.stride_a, bi);
   const bf16* b = b0 + offset_of(p.batch, p.batch.stride_b, bi);
-  float* c = p.c + offset_of(p.batch, p.batch.stride_c, bi);
+  float* c = c16 ? nullptr : p.c + offset_of(p.batch, p.batch.stride_c, bi);
+  if (c16) c16 += offset_of(p.batch, p.batch.stride_c, bi);
   const block_plan<P, Blk> plan(p.nk, n1 - n0);
   const std::size_t mc_blk = plan.mc(m1 - m0);
   const std::size_t kp = path::padded_k(plan.kc);
@@ -401,7 +416,10 @@ void bf16_gemm_rectangle(const gemm_problem<float>& p, const bf16* a0, const bf1
           for (std::size_t ir = 0; ir < mc; ir += MR) {
             const tile_target<float> t{c,       row_c + ir, col_c, std::min(MR, mc - ir), nr, cols_unit, p.alpha,
                                        beta,    add_bias ? static_cast<const float*>(bias_panel) : nullptr};
-            path::multiply(kc, packed_a + ir * kpad, packed_b + jr * kpad, t);
+            if constexpr (std::is_same_v<P, bf16>)
+              path::multiply(kc, packed_a + ir * kpad, packed_b + jr * kpad, t, c16);
+            else
+              path::multiply(kc, packed_a + ir * kpad, packed_b + jr * kpad, t);
           }
         }
       }
@@ -414,7 +432,7 @@ void bf16_gemm_rectangle(const gemm_problem<float>& p, const bf16* a0, const bf1
 /// threads. Results do not depend on the thread count: K is blocked the
 /// same way whatever the split.
 template <class Arch>
-void contract_bf16(const contraction_args<bf16, float>& args) {
+void contract_bf16(const contraction_args<bf16, float>& args, bf16* c16 = nullptr) {
   using Blk = typename bf16_gemm_path<Arch>::blocking;
   const std::size_t nb = args.batch.size();
   gemm_problem<float> p{};
@@ -454,9 +472,9 @@ void contract_bf16(const contraction_args<bf16, float>& args) {
         const std::size_t lo = std::min(extent, part * step), hi = std::min(extent, lo + step);
         if (lo == hi) return;
         if (split_m)
-          bf16_gemm_rectangle<Arch>(p, args.a, args.b, bi, lo, hi, 0, p.nn);
+          bf16_gemm_rectangle<Arch>(p, args.a, args.b, bi, lo, hi, 0, p.nn, c16);
         else
-          bf16_gemm_rectangle<Arch>(p, args.a, args.b, bi, 0, p.nm, lo, hi);
+          bf16_gemm_rectangle<Arch>(p, args.a, args.b, bi, 0, p.nm, lo, hi, c16);
       },
       threads);
 }
