@@ -309,7 +309,16 @@ struct var_node final : node_base {
   /// For a bf16 var: widened and added to the float32 sum.
   void accumulate_raw(const T* p) {
     if constexpr (sums_wide) {
-      ensure_wide();
+      if (!has_wide) {  // the first float32 contribution: widened, not added to zeros
+        wide = uninitialized_tensor<wide_tensor_type>(value().extents());
+        wide_value_type* w = wide.data();
+        if constexpr (std::is_same_v<T, bf16> && std::is_same_v<wide_value_type, float>)
+          kernels::detail::widen_contiguous(p, wide.size(), w);
+        else
+          for (std::size_t i = 0, n = wide.size(); i < n; ++i) w[i] = static_cast<wide_value_type>(p[i]);
+        has_wide = true;
+        return;
+      }
       add_widened(p);
       return;
     }

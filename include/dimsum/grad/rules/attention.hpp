@@ -167,7 +167,8 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params
   using Out = tensor_for_t<T, dims_of_t<E>>;
   constexpr std::size_t R = Out::rank;
   const E e = f(q.value(), k.value(), v.value());
-  Out out = Out::from_extents(e.extents());
+  // written in full by the fused forward, as `tensor(expr)` is
+  Out out = dimsum::detail::uninitialized_tensor<Out>(e.extents());
   // each row's log-sum-exp as hi + lo (kernels::attention_args::lse_low):
   // rows masked with a large finite fill keep their log(l)
   auto lse = std::make_shared<std::vector<A>>();
@@ -197,9 +198,19 @@ auto fused_attention_node(const Q& q, const K& k, const V& v, F f, Params params
         dimsum::detail::fused::with_args(
             e2, strided<T, R>{const_cast<T*>(o.data()), o.extents(), o.strides()},
             [&](const Args& a) {
-              auto dq = Q::tensor_type::from_extents(q.value().extents());
-              auto dk = K::tensor_type::from_extents(k.value().extents());
-              auto dv = V::tensor_type::from_extents(v.value().extents());
+              // bf16 gradients are written in full (every element rounded
+              // from its float32 sum: kernels/attention_backward_bf16.hpp);
+              // the float kernel adds into zeros
+              const auto grad_tensor = [](const auto& x) {
+                using G = typename std::remove_cvref_t<decltype(x)>::tensor_type;
+                if constexpr (is_bf16_v<T>)
+                  return dimsum::detail::uninitialized_tensor<G>(x.value().extents());
+                else
+                  return G::from_extents(x.value().extents());
+              };
+              auto dq = grad_tensor(q);
+              auto dk = grad_tensor(k);
+              auto dv = grad_tensor(v);
               kernels::attention_grad_args<A, T> ga{&a, lse->data(), g.data(), dq.data(), dk.data(), dv.data(),
                                                     lse->data() + a.batch_size() * a.nq};
               // the learned parts' sums per batch index, for those a param needs
