@@ -61,14 +61,14 @@ inline void contract(const contraction_args<bf16, float>& args) { contract_on<be
 /// path and K fits one cache block of it (so each element's sum is
 /// complete when the micro-kernel stores it).
 inline bool bf16_rounds_in_store(std::size_t nk, std::size_t nn) {
-  if constexpr (avx512_bf16_arch::supported()) {
-    using Blk = detail::bf16_gemm_path<avx512_bf16_arch>::blocking;
-    return nk != 0 && nn != 0 && detail::block_plan<bf16, Blk>(nk, nn).kc >= nk;
-  } else {
-    (void)nk;
-    (void)nn;
-    return false;
-  }
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)  // as gemm_bf16.hpp's vdpbf16ps path
+  using Blk = detail::bf16_gemm_path<avx512_bf16_arch>::blocking;
+  return nk != 0 && nn != 0 && detail::block_plan<bf16, Blk>(nk, nn).kc >= nk;
+#else
+  (void)nk;
+  (void)nn;
+  return false;
+#endif
 }
 
 /// `C = alpha * A·B (+ bias)` for bf16 A and B into a bf16 C at `c` (the
@@ -79,13 +79,16 @@ inline bool bf16_rounds_in_store(std::size_t nk, std::size_t nn) {
 /// doing nothing, otherwise.
 inline bool contract_rounded(const contraction_args<bf16, float>& args, bf16* c) {
   if (!bf16_rounds_in_store(args.k.size(), args.n.size())) return false;
-  if constexpr (avx512_bf16_arch::supported()) {
-    contraction_args<bf16, float> a = args;
-    a.c = nullptr;
-    a.beta = 0.0f;
-    detail::contract_bf16<avx512_bf16_arch>(a, c);
-  }
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+  contraction_args<bf16, float> a = args;
+  a.c = nullptr;
+  a.beta = 0.0f;
+  detail::contract_bf16<avx512_bf16_arch>(a, c);
   return true;
+#else
+  (void)c;
+  return false;
+#endif
 }
 
 }  // namespace dimsum::kernels
