@@ -294,7 +294,7 @@ struct var_node final : node_base {
   {
     wide_value_type* w = wide.data();
     if constexpr (std::is_same_v<T, bf16> && std::is_same_v<wide_value_type, float>)
-      kernels::detail::widen_add_contiguous(reinterpret_cast<const std::uint16_t*>(p), wide.size(), w);
+      kernels::detail::widen_add_contiguous(p, wide.size(), w);
     else
       for (std::size_t i = 0, n = wide.size(); i < n; ++i) w[i] += static_cast<wide_value_type>(p[i]);
   }

@@ -39,8 +39,8 @@ inline void widen_rows(const bf16* src, std::ptrdiff_t rs, std::ptrdiff_t cs, st
                        float* __restrict dst) noexcept {
   for (std::size_t r = 0; r < rows; ++r, dst += cols) {
     const bf16* s = src + static_cast<std::ptrdiff_t>(r) * rs;
-    if (cs == 1)  // bf16 is 16 plain bits (core/bf16.hpp)
-      widen_contiguous(reinterpret_cast<const std::uint16_t*>(s), cols, dst);
+    if (cs == 1)
+      widen_contiguous(s, cols, dst);
     else
       for (std::size_t c = 0; c < cols; ++c) dst[c] = s[static_cast<std::ptrdiff_t>(c) * cs].to_float();
   }

@@ -60,8 +60,7 @@ auto row_sums_widened(const G& g) {
   auto acc = tensor_for_t<float, L>::from_extents(ext);
   const std::size_t cols = acc.size();
   const std::size_t rows = cols == 0 ? 0 : g.size() / cols;
-  const auto* w = reinterpret_cast<const std::uint16_t*>(g.data());
-  for (std::size_t r = 0; r < rows; ++r) kernels::detail::widen_add_contiguous(w + r * cols, cols, acc.data());
+  for (std::size_t r = 0; r < rows; ++r) kernels::detail::widen_add_contiguous(g.data() + r * cols, cols, acc.data());
   return acc;
 }
 

@@ -120,9 +120,13 @@ inline void round_contiguous(const float* __restrict src, std::size_t n, std::ui
   for (; c < n; ++c) w[c] = bf16::round_from_float(src[c]);
 }
 
-/// The same on bf16 values: dst[c] = float(src[c]) / dst[c] = bf16(src[c]).
+/// The same on bf16 values: dst[c] = float(src[c]), acc[c] += float(src[c])
+/// and dst[c] = bf16(src[c]) (bf16 is 16 plain bits: core/bf16.hpp).
 inline void widen_contiguous(const bf16* src, std::size_t n, float* __restrict dst) noexcept {
   widen_contiguous(reinterpret_cast<const std::uint16_t*>(src), n, dst);
+}
+inline void widen_add_contiguous(const bf16* src, std::size_t n, float* __restrict acc) noexcept {
+  widen_add_contiguous(reinterpret_cast<const std::uint16_t*>(src), n, acc);
 }
 inline void round_contiguous(const float* __restrict src, std::size_t n, bf16* dst) noexcept {
   round_contiguous(src, n, reinterpret_cast<std::uint16_t*>(dst));
