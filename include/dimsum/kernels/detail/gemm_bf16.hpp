@@ -180,22 +180,22 @@ struct bf16_dot_kernel {
     if (t.cols_unit && t.rows == MR && t.cols == nr) {
       const __m512 alpha = _mm512_set1_ps(t.alpha), beta = _mm512_set1_ps(t.beta);
       unrolled<MR>([&](auto i) {
-        float* row = t.c + t.row_offset[i] + t.col_offset[0];
+        const std::ptrdiff_t row = t.row_offset[i] + t.col_offset[0];
         unrolled<NV>([&](auto v) {
-          float* p = row + v * 16;
+          // an offset, made a pointer only into the C that is there (t.c is null when rounded)
+          const std::ptrdiff_t at = row + std::ptrdiff_t(v * 16);
           __m512 r;
           if (t.bias) {
             const __m512 bias = _mm512_load_ps(t.bias + v * 16);
-            r = _mm512_fmadd_ps(alpha, acc[i][v], read_c ? _mm512_fmadd_ps(beta, _mm512_loadu_ps(p), bias) : bias);
+            r = _mm512_fmadd_ps(alpha, acc[i][v], read_c ? _mm512_fmadd_ps(beta, _mm512_loadu_ps(t.c + at), bias) : bias);
           } else {
-            r = read_c ? _mm512_fmadd_ps(alpha, acc[i][v], opaque(_mm512_mul_ps(beta, _mm512_loadu_ps(p))))
+            r = read_c ? _mm512_fmadd_ps(alpha, acc[i][v], opaque(_mm512_mul_ps(beta, _mm512_loadu_ps(t.c + at))))
                        : _mm512_mul_ps(alpha, acc[i][v]);
           }
           if (rounded)
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + t.row_offset[i] + t.col_offset[0] + v * 16),
-                                round16_bits(r));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + at), round16_bits(r));
           else
-            _mm512_storeu_ps(p, r);
+            _mm512_storeu_ps(t.c + at, r);
         });
       });
       return;
