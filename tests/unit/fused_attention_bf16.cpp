@@ -423,6 +423,13 @@ TEST_CASE("fused attention, bf16: odd head sizes and odd key tiles (the bf16 pai
   check_problem<1, KT, VT>(make(2, 1, 41, 71, 9, 5, false, masking::finite_fill, 15));
 }
 
+TEST_CASE("fused attention, bf16: head size 64 (whole key panels packed from the bf16 numbers in place)") {
+  // d = 64: K's and V's pairs gathered and interleaved 32 keys or columns
+  // at a time; the backward's dKᵀ and dVᵀ end on a 4-row panel
+  check_problem<0, KT, VT>(make(2, 2, 70, 70, 64, 64, false, masking::causal, 17));
+  check_problem<2, KS, VS>(make(1, 2, 40, 96, 64, 32, true, masking::padding, 18));
+}
+
 TEST_CASE("fused attention, bf16: the query tiles' products, forward and backward, run on vdpbf16ps where the build has AVX512-BF16") {
   namespace kernels = dimsum::kernels;
   const problem p = make(1, 2, 75, 77, 13, 7, false, masking::causal, 16);

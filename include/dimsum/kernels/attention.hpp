@@ -186,6 +186,12 @@ struct attention_tile_counts {
   std::size_t rows = 0, cols = 0;
 };
 
+/// A bf16 operand held in place: element [r, c] at p[r * row + c * col].
+struct bf16_operand {
+  const bf16* p = nullptr;
+  std::ptrdiff_t row = 0, col = 0;
+};
+
 /// One fused attention: extents, element strides (any, including 0 for a
 /// broadcast batch dim of V or of a mask), and the score stages. T is the
 /// arithmetic's type (scores, statistics, stage values), S the stored type
@@ -239,6 +245,11 @@ struct attention_args {
   /// pairs as well: dO must hold bf16 numbers too, and P and dS are
   /// rounded to bf16 for the products that read them.
   bool bf16_products = false;
+  /// With `bf16_products` and no batch dims (`batch_rank` 0): Q, K and V
+  /// also as the bf16 numbers they hold, where the caller has them so (the
+  /// bf16 attention's batch slices). The backward packs its bf16 pairs from
+  /// these (the same numbers, no rounding); unset (p null): from q, k, v.
+  bf16_operand q16{}, k16{}, v16{};
 
   std::size_t batch_size() const noexcept {
     std::size_t s = 1;
@@ -743,6 +754,7 @@ struct attention_kernel {
     else
       return bf16();
   }
+  static bf16 bf16_word(bf16 x) noexcept { return x; }
 
   /// The keys [lo, hi) that packing keys [from, upto) of batch index bi
   /// adds to what buf holds (none: lo >= hi; from a multiple of NR, hi
@@ -758,12 +770,21 @@ struct attention_kernel {
     return r;
   }
 
+  /// Whether the bf16 pairs are packed from Q, K and V in place
+  /// (`attention_args::q16`; no batch dims) rather than from q, k, v.
+  bool in_place_pairs() const noexcept { return a.batch_rank == 0 && a.q16.p && a.k16.p && a.v16.p; }
+
   /// `pack_kv` for the bf16 products: keys [from, upto) of batch index bi
   /// (from a multiple of NR) into kp2 and vp2, zero past nk and dk.
   void pack_kv_pairs(buffers& buf, std::size_t bi, std::size_t from, std::size_t upto) const {
     const packing_guard kept = resume_packing(buf, buf.kp2);
     const key_range add = keys_to_pack(buf, bi, from, upto);
     if (add.lo >= add.hi) return;
+    if (in_place_pairs()) {
+      pack_pairs_along_cols(a.k16.p, a.k16.row, a.k16.col, a.nk, a.dk, dk2, add.lo, add.hi, buf.kp2);
+      pack_pairs_along_rows(a.v16.p, a.v16.row, a.v16.col, a.nk, a.dv, nk_pad, add.lo, add.hi, buf.vp2);
+      return;
+    }
     pack_pairs_along_cols(a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col, a.nk, a.dk, dk2, add.lo, add.hi,
                           buf.kp2);
     pack_pairs_along_rows(a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col, a.nk, a.dv, nk_pad, add.lo, add.hi,
@@ -775,7 +796,9 @@ struct attention_kernel {
   /// dst[panel][d2 / 2][NR][2] (panels counted from row 0; d2 = d rounded
   /// up to pairs), zero past rows and d: the B operand of a product over d
   /// (K for Q·Kᵀ, V for dO·Vᵀ).
-  static void pack_pairs_along_cols(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
+  /// src: T holding bf16 numbers, or bf16 itself.
+  template <class S>
+  static void pack_pairs_along_cols(const S* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
                                     std::size_t d, std::size_t d2, std::size_t j0, std::size_t j1, bf16* out) {
     for (std::size_t p = j0 / NR; p * NR < j1; ++p) {
       bf16* dst = out + p * NR * d2;
@@ -786,13 +809,26 @@ struct attention_kernel {
         if (keys == NR && cs == 1 && rs <= std::numeric_limits<std::int32_t>::max() / std::ptrdiff_t(NR)) {
           // per pair of d and 16 rows: the two d gathered, rounded (exact),
           // interleaved into the 16 rows' pairs
-          const T* base = src + static_cast<std::ptrdiff_t>(p * NR) * rs;
+          const S* base = src + static_cast<std::ptrdiff_t>(p * NR) * rs;
           const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                                  _mm512_set1_epi32(static_cast<std::int32_t>(rs)));
+          if constexpr (std::is_same_v<S, bf16>) {
+            // bf16 in place: a pair of d is one 32-bit word of its row,
+            // gathered for 16 rows at once (scale 2: idx counts bf16)
+            for (std::size_t h = 0; h < NR; h += 16) {
+              const S* b16 = base + static_cast<std::ptrdiff_t>(h) * rs;
+              for (std::size_t c = 0; c + 2 <= d; c += 2)
+                _mm512_store_si512(dst + (c / 2) * 2 * NR + 2 * h, _mm512_i32gather_epi32(idx, b16 + c, 2));
+              if (d % 2 != 0)
+                for (std::size_t x = 0; x < 16; ++x)
+                  dst[(d / 2) * 2 * NR + 2 * (h + x)] = b16[static_cast<std::ptrdiff_t>(x) * rs + static_cast<std::ptrdiff_t>(d - 1)];
+            }
+            continue;
+          }
           const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
                                                  22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
           for (std::size_t h = 0; h < NR; h += 16) {
-            const T* b16 = base + static_cast<std::ptrdiff_t>(h) * rs;
+            const S* b16 = base + static_cast<std::ptrdiff_t>(h) * rs;
             for (std::size_t c = 0; c + 2 <= d; c += 2) {
               const __m512 even = _mm512_i32gather_ps(idx, b16 + c, 4), odd = _mm512_i32gather_ps(idx, b16 + c + 1, 4);
               const __m512i w = (__m512i)_mm512_cvtne2ps_pbh(odd, even);  // even in the low half
@@ -808,7 +844,7 @@ struct attention_kernel {
       }
 #endif
       for (std::size_t x = 0; x < keys; ++x) {
-        const T* row = src + static_cast<std::ptrdiff_t>(p * NR + x) * rs;
+        const S* row = src + static_cast<std::ptrdiff_t>(p * NR + x) * rs;
         for (std::size_t c = 0; c < d; ++c)
           dst[(c / 2) * 2 * NR + 2 * x + (c & 1)] = bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
       }
@@ -820,20 +856,21 @@ struct attention_kernel {
   /// dst[panel][rows_pad / 2][NR][2] (rows_pad: the rows the panels hold,
   /// even), zero past rows and cols: the B operand of a product over the
   /// rows (V for P·V, K for dS·K).
-  static void pack_pairs_along_rows(const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
+  template <class S>
+  static void pack_pairs_along_rows(const S* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t rows,
                                     std::size_t cols_all, std::size_t rows_pad, std::size_t j0, std::size_t j1,
                                     bf16* out) {
     for (std::size_t cp = 0; cp * NR < cols_all; ++cp) {
       const std::size_t cols = std::min(NR, cols_all - cp * NR);
       for (std::size_t jq = j0 / 2; 2 * jq < j1; ++jq) {
         bf16* dst = out + (cp * (rows_pad / 2) + jq) * 2 * NR;
-        const T* r0 = src + static_cast<std::ptrdiff_t>(2 * jq) * rs + static_cast<std::ptrdiff_t>(cp * NR) * cs;
+        const S* r0 = src + static_cast<std::ptrdiff_t>(2 * jq) * rs + static_cast<std::ptrdiff_t>(cp * NR) * cs;
         if (cols == NR && cs == 1 && 2 * jq + 1 < rows && interleave_rows(r0, r0 + rs, dst)) continue;
         for (std::size_t s = 0; s < 2; ++s) {
           const std::size_t j = 2 * jq + s;
           std::size_t c = 0;
           if (j < rows) {
-            const T* row = r0 + static_cast<std::ptrdiff_t>(s) * rs;
+            const S* row = r0 + static_cast<std::ptrdiff_t>(s) * rs;
             for (; c < cols; ++c) dst[2 * c + s] = bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
           }
           for (; c < NR; ++c) dst[2 * c + s] = bf16();
@@ -841,6 +878,18 @@ struct attention_kernel {
       }
     }
   }
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+  /// The 32 words of w0 and of w1 interleaved into dst (64 words, aligned):
+  /// dst[2 c] = w0[c], dst[2 c + 1] = w1[c].
+  static void interleave_words(__m512i w0, __m512i w1, bf16* dst) noexcept {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37,
+                                        5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    _mm512_store_si512(dst, _mm512_permutex2var_epi16(w0, lo, w1));
+    _mm512_store_si512(dst + 32, _mm512_permutex2var_epi16(w0, hi, w1));
+  }
+#endif
 
   /// Two rows of NR values (contiguous) rounded to bf16 (to nearest even)
   /// and interleaved by column into dst (2 NR values, 64-byte aligned):
@@ -851,11 +900,18 @@ struct attention_kernel {
     if constexpr (dot_arch && NR == 32) {
       const __m512i w0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r0 + 16), _mm512_loadu_ps(r0));
       const __m512i w1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(r1 + 16), _mm512_loadu_ps(r1));
-      const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
-                                          37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-      const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-      _mm512_store_si512(dst, _mm512_permutex2var_epi16(w0, lo, w1));
-      _mm512_store_si512(dst + 32, _mm512_permutex2var_epi16(w0, hi, w1));
+      interleave_words(w0, w1, dst);
+      return true;
+    }
+#endif
+    (void)r0, (void)r1, (void)dst;
+    return false;
+  }
+  /// The same for two rows of NR bf16 (no rounding).
+  static bool interleave_rows(const bf16* r0, const bf16* r1, bf16* dst) noexcept {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (dot_arch && NR == 32) {
+      interleave_words(_mm512_loadu_si512(r0), _mm512_loadu_si512(r1), dst);
       return true;
     }
 #endif
@@ -866,18 +922,24 @@ struct attention_kernel {
   /// Q rows [i0, i0 + rows) as bf16 into q2 (row stride dk2), and the rows
   /// up to whole MR panels zero in q2 and in p2 (the products read them;
   /// their results are never used).
-  void pack_q_pairs(buffers& buf, const T* qb, std::size_t i0, std::size_t rows) const {
+  /// qb: T holding bf16 numbers (row and column strides q_row, q_col), or bf16 (`q16`).
+  template <class S>
+  void pack_q_pairs(buffers& buf, const S* qb, std::ptrdiff_t q_row, std::ptrdiff_t q_col, std::size_t i0,
+                    std::size_t rows) const {
     const std::size_t padded = round_up(rows, MR);
     for (std::size_t r = 0; r < padded; ++r) {
       bf16* dst = buf.q2 + r * dk2;
       std::size_t d = 0;
       if (r < rows) {
-        const T* src = qb + static_cast<std::ptrdiff_t>(i0 + r) * a.q_row;
-        if (a.q_col == 1) {
-          round_p_row(src, a.dk / 16 * 16, dst);  // exact: bf16 numbers
-          d = a.dk / 16 * 16;
+        const S* src = qb + static_cast<std::ptrdiff_t>(i0 + r) * q_row;
+        if (q_col == 1) {
+          if constexpr (std::is_same_v<S, bf16>)
+            std::copy_n(src, a.dk, dst);
+          else
+            round_p_row(src, a.dk / 16 * 16, dst);  // exact: bf16 numbers
+          d = std::is_same_v<S, bf16> ? a.dk : a.dk / 16 * 16;
         }
-        for (; d < a.dk; ++d) dst[d] = bf16_word(src[static_cast<std::ptrdiff_t>(d) * a.q_col]);
+        for (; d < a.dk; ++d) dst[d] = bf16_word(src[static_cast<std::ptrdiff_t>(d) * q_col]);
       } else {
         std::fill(buf.p2 + r * BC, buf.p2 + (r + 1) * BC, bf16());
       }
@@ -1393,7 +1455,10 @@ struct attention_kernel {
     const bool q_rows = a.q_col == 1;  // Q read in place, else packed
     if (dot) {
       pack_kv_pairs(buf, bi, kept.lo, key_end);
-      pack_q_pairs(buf, qb, i0, rows);
+      if (in_place_pairs())
+        pack_q_pairs(buf, a.q16.p, a.q16.row, a.q16.col, i0, rows);
+      else
+        pack_q_pairs(buf, qb, a.q_row, a.q_col, i0, rows);
     } else {
       pack_kv(buf, bi, kept.lo, key_end);
       if (!q_rows) pack_q(buf, qb, i0, rows);

@@ -87,6 +87,9 @@ struct attention_grad_args {
   /// dsink[bi] = -sum over i of P_sink[i] * D[i], the gradient of the sink
   /// logit of batch index bi (P_sink = exp(sink - lse), D = rowsum(dO * O)).
   T* dsink = nullptr;
+  /// With the forward's `q16`, `k16`, `v16`: dO as the bf16 numbers it
+  /// holds (see `attention_args::q16`).
+  bf16_operand dout16{};
 };
 
 namespace detail {
@@ -592,46 +595,56 @@ struct attention_backward_kernel {
     }
   }
 
+  /// One operand of the packing below: S = T holding bf16 numbers, or bf16.
+  template <class S>
+  struct source {
+    const S* p;
+    std::ptrdiff_t row, col;
+  };
+
   /// The bf16 operands of batch index bi (`dot`), packed once: Q and dO
   /// rows, K and V in key panels of d pairs, K in column panels of key
   /// pairs, Qᵀ and dOᵀ; zero wherever a product reads past the operands.
-  void pack_pairs(buffers& buf, const T* qb, const T* kb, const T* vb, const T* dob) const {
-    auto rows_of_pairs = [&](const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t cols, std::size_t cols2,
-                             bf16* dst) {
+  template <class S>
+  void pack_pairs(buffers& buf, source<S> q, source<S> k, source<S> v, source<S> dout) const {
+    auto rows_of_pairs = [&](source<S> src, std::size_t cols, std::size_t cols2, bf16* dst) {
       for (std::size_t i = 0; i < nq_pad; ++i) {
         bf16* out = dst + i * cols2;
         std::size_t c = 0;
         if (i < a.nq) {
-          const T* row = src + static_cast<std::ptrdiff_t>(i) * rs;
-          if (cs == 1) {
-            forward::round_p_row(row, cols, out);  // exact: bf16 numbers
+          const S* row = src.p + static_cast<std::ptrdiff_t>(i) * src.row;
+          if (src.col == 1) {
+            if constexpr (std::is_same_v<S, bf16>)
+              std::copy_n(row, cols, out);
+            else
+              forward::round_p_row(row, cols, out);  // exact: bf16 numbers
             c = cols;
           }
-          for (; c < cols; ++c) out[c] = forward::bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
+          for (; c < cols; ++c) out[c] = forward::bf16_word(row[static_cast<std::ptrdiff_t>(c) * src.col]);
         }
         std::fill(out + c, out + cols2, bf16());
       }
     };
-    rows_of_pairs(qb, a.q_row, a.q_col, a.dk, dk2, buf.q2);
-    rows_of_pairs(dob, a.out_row, a.out_col, a.dv, dv2, buf.do2);
-    forward::pack_pairs_along_cols(kb, a.k_row, a.k_col, a.nk, a.dk, dk2, 0, a.nk, buf.kp2);
-    forward::pack_pairs_along_cols(vb, a.v_row, a.v_col, a.nk, a.dv, dv2, 0, a.nk, buf.vp2);
-    forward::pack_pairs_along_rows(kb, a.k_row, a.k_col, a.nk, a.dk, nk_pad, 0, a.nk, buf.kc2);
+    rows_of_pairs(q, a.dk, dk2, buf.q2);
+    rows_of_pairs(dout, a.dv, dv2, buf.do2);
+    forward::pack_pairs_along_cols(k.p, k.row, k.col, a.nk, a.dk, dk2, 0, a.nk, buf.kp2);
+    forward::pack_pairs_along_cols(v.p, v.row, v.col, a.nk, a.dv, dv2, 0, a.nk, buf.vp2);
+    forward::pack_pairs_along_rows(k.p, k.row, k.col, a.nk, a.dk, nk_pad, 0, a.nk, buf.kc2);
     // transposed, in 16 x 16 blocks (as copy_2d); past nq and past d: zero
-    auto transposed = [&](const T* src, std::ptrdiff_t rs, std::ptrdiff_t cs, std::size_t cols, bf16* dst) {
+    auto transposed = [&](source<S> src, std::size_t cols, bf16* dst) {
       constexpr std::size_t B = 16;
       for (std::size_t i0 = 0; i0 < a.nq; i0 += B)
         for (std::size_t c0 = 0; c0 < cols; c0 += B)
           for (std::size_t i = i0; i < std::min(a.nq, i0 + B); ++i) {
-            const T* row = src + static_cast<std::ptrdiff_t>(i) * rs;
+            const S* row = src.p + static_cast<std::ptrdiff_t>(i) * src.row;
             for (std::size_t c = c0; c < std::min(cols, c0 + B); ++c)
-              dst[c * t2_ld + i] = forward::bf16_word(row[static_cast<std::ptrdiff_t>(c) * cs]);
+              dst[c * t2_ld + i] = forward::bf16_word(row[static_cast<std::ptrdiff_t>(c) * src.col]);
           }
       for (std::size_t c = 0; c < cols; ++c) std::fill(dst + c * t2_ld + a.nq, dst + (c + 1) * t2_ld, bf16());
       std::fill(dst + cols * t2_ld, dst + round_up(cols, MR) * t2_ld, bf16());
     };
-    transposed(qb, a.q_row, a.q_col, a.dk, buf.qt2);
-    transposed(dob, a.out_row, a.out_col, a.dv, buf.dot2);
+    transposed(q, a.dk, buf.qt2);
+    transposed(dout, a.dv, buf.dot2);
   }
 
   /// The tile's P and dS (rows [r0, rows), tile columns [lead, ne_nr))
@@ -740,8 +753,12 @@ struct attention_backward_kernel {
     const T* lse_low = g.lse_low ? g.lse_low + bi * a.nq : nullptr;
     // Operands packed once per batch index.
     const auto tld = static_cast<std::ptrdiff_t>(t_ld);
-    if (dot) {
-      pack_pairs(buf, qb, kb, vb, dob);
+    if (dot && a.batch_rank == 0 && a.q16.p && a.k16.p && a.v16.p && g.dout16.p) {
+      pack_pairs<bf16>(buf, {a.q16.p, a.q16.row, a.q16.col}, {a.k16.p, a.k16.row, a.k16.col},
+                       {a.v16.p, a.v16.row, a.v16.col}, {g.dout16.p, g.dout16.row, g.dout16.col});
+    } else if (dot) {
+      pack_pairs<T>(buf, {qb, a.q_row, a.q_col}, {kb, a.k_row, a.k_col}, {vb, a.v_row, a.v_col},
+                    {dob, a.out_row, a.out_col});
     } else {
       pack_row_panels(kb, a.k_row, a.k_col, a.nk, a.dk, buf.kp);
       pack_row_panels(vb, a.v_row, a.v_col, a.nk, a.dv, buf.vp);

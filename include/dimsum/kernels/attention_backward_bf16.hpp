@@ -8,7 +8,8 @@
 /// sums dQ, dK, dV are float, and each gradient element is rounded to bf16
 /// once, after its last term. Where the build has AVX512-BF16 the products
 /// run on bf16 pairs (`attention_args::bf16_products`: P and dS rounded to
-/// bf16 for the products that read them). Where a broadcast batch dim (stride 0) makes
+/// bf16 for the products that read them), packed from Q, K, V and dO in
+/// place (`attention_args::q16`): only O and dO are converted (D). Where a broadcast batch dim (stride 0) makes
 /// batch indices share an element of Q, K or V, that operand's gradient is
 /// summed over them in a float buffer of its size first (and the batch
 /// indices run one after another, as the float backward runs them).
@@ -108,6 +109,7 @@ inline void attention_backward(const attention_grad_args<float, bf16>& g) {
   const bool shared = gq.shared || gk.shared || gv.shared;
   // Q, K, V, O, dO, then dQ, dK, dV of one batch index
   const std::size_t per = 2 * (nq * dk + nk * dk + nk * dv) + 2 * nq * dv;
+  constexpr bool in_place = detail::attention_backward_kernel<float, best_gemm_arch>::dot_arch;
   const double flops = 2.0 * double(nb) * double(nq) * double(nk) * double(3 * dk + 2 * dv);
   detail::for_each_batch_index(nb, flops, !shared, [&](std::size_t bi) {
     float* q = detail::bf16_attention_scratch(per);
@@ -118,18 +120,33 @@ inline void attention_backward(const attention_grad_args<float, bf16>& g) {
     float* dq = dout + nq * dv;
     float* dkb = dq + nq * dk;
     float* dvb = dkb + nk * dk;
-    detail::widen_rows(a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col, nq, dk, q);
-    detail::widen_rows(a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col, nk, dk, k);
-    detail::widen_rows(a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col, nk, dv, v);
+    const bf16_operand q16{a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col},
+        k16{a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col},
+        v16{a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col},
+        dout16{g.dout + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col};
+    // The products on bf16 pairs pack Q, K and V from the bf16 numbers in
+    // place (q16, k16, v16); O and dO are read as float as well (D).
+    if (!in_place) {
+      detail::widen_rows(q16.p, q16.row, q16.col, nq, dk, q);
+      detail::widen_rows(k16.p, k16.row, k16.col, nk, dk, k);
+      detail::widen_rows(v16.p, v16.row, v16.col, nk, dv, v);
+    }
     detail::widen_rows(a.out + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col, nq, dv, o);
-    detail::widen_rows(g.dout + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col, nq, dv, dout);
+    detail::widen_rows(dout16.p, dout16.row, dout16.col, nq, dv, dout);
     detail::batch_bound_callbacks cb;
-    const attention_args<float> s = detail::batch_slice(a, bi, q, k, v, o, cb);
+    attention_args<float> s = detail::batch_slice(a, bi, q, k, v, o, cb);
+    if (in_place) {
+      s.q = s.k = s.v = nullptr;
+      s.q16 = q16;
+      s.k16 = k16;
+      s.v16 = v16;
+    }
     attention_grad_args<float> sg;
     sg.fwd = &s;
     sg.lse = g.lse + bi * nq;
     sg.lse_low = g.lse_low ? g.lse_low + bi * nq : nullptr;
     sg.dout = dout;
+    if (in_place) sg.dout16 = dout16;
     sg.dq = dq;
     sg.dk = dkb;
     sg.dv = dvb;

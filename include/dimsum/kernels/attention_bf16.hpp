@@ -8,7 +8,8 @@
 /// output is rounded to bf16 once. Where the build has AVX512-BF16 the
 /// float kernel runs Q·Kᵀ and P·V of its query tiles on `vdpbf16ps` (two
 /// bf16 products added to a float32 sum per lane and instruction), with P
-/// rounded to bf16 for P·V (`attention_args::bf16_products`); elsewhere,
+/// rounded to bf16 for P·V (`attention_args::bf16_products`), its pairs
+/// packed from Q, K and V in place (only V is converted); elsewhere,
 /// and for a few query rows (decoding), in float on the converted values.
 /// The extra memory is one batch index's Q, K, V and output in float
 /// per thread; the scores are never materialised, as for float. The score
@@ -175,16 +176,32 @@ inline void attention(const attention_args<float, bf16>& a) {
   const std::size_t nq = a.nq, nk = a.nk, dk = a.dk, dv = a.dv;
   const std::size_t per = nq * dk + nk * dk + nk * dv + nq * dv;
   const double flops = 2.0 * double(nb) * double(nq) * double(nk) * double(dk + dv);
+  using kernel = detail::attention_kernel<float, best_gemm_arch>;
+  const bool in_place = kernel::dot_arch && nq > kernel::few_rows;
   detail::for_each_batch_index(nb, flops, true, [&](std::size_t bi) {
     float* q = detail::bf16_attention_scratch(per);
     float* k = q + nq * dk;
     float* v = k + nk * dk;
     float* o = v + nk * dv;
-    detail::widen_rows(a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col, nq, dk, q);
-    detail::widen_rows(a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col, nk, dk, k);
-    detail::widen_rows(a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col, nk, dv, v);
+    const bf16_operand q16{a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col},
+        k16{a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col},
+        v16{a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col};
+    // The products on bf16 pairs pack Q, K and V from the bf16 numbers in
+    // place; V is read as float as well (its rows that hold NaN or inf).
+    if (!in_place) {
+      detail::widen_rows(q16.p, q16.row, q16.col, nq, dk, q);
+      detail::widen_rows(k16.p, k16.row, k16.col, nk, dk, k);
+    }
+    detail::widen_rows(v16.p, v16.row, v16.col, nk, dv, v);
     detail::batch_bound_callbacks cb;
-    attention(detail::batch_slice(a, bi, q, k, v, o, cb));
+    attention_args<float> s = detail::batch_slice(a, bi, q, k, v, o, cb);
+    if (in_place) {
+      s.q = s.k = nullptr;
+      s.q16 = q16;
+      s.k16 = k16;
+      s.v16 = v16;
+    }
+    attention(s);
     detail::round_rows(o, nq, dv, a.out + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col);
   });
 }

@@ -177,25 +177,45 @@ struct bf16_dot_kernel {
   /// each element's float result rounded to nearest even, once.
   static void store(const __m512 (&acc)[MR][NV], const tile_target<float>& t, bf16* rounded = nullptr) noexcept {
     const bool read_c = t.beta != 0.0f;
-    if (t.cols_unit && t.rows == MR && t.cols == nr) {
+#if defined(__AVX512VL__)
+    constexpr bool masked_words = true;  // a part of 16 rounded words stored under a mask
+#else
+    constexpr bool masked_words = false;
+#endif
+    // Rows in place along C (unit column offsets): whole vectors, the last
+    // part of a row (cols < nr) read and written under a mask, rows past
+    // t.rows left alone. The edge tiles of a product whose M or N is not a
+    // multiple of the tile's (the fused attention's d = 64 in 12-row
+    // panels) take this path as well.
+    if (t.cols_unit && t.rows <= MR && t.cols <= nr && (!rounded || masked_words || t.cols == nr)) {
       const __m512 alpha = _mm512_set1_ps(t.alpha), beta = _mm512_set1_ps(t.beta);
       unrolled<MR>([&](auto i) {
+        if (i >= t.rows) return;
         const std::ptrdiff_t row = t.row_offset[i] + t.col_offset[0];
         unrolled<NV>([&](auto v) {
+          if (v * 16 >= t.cols) return;
+          const std::size_t left = t.cols - v * 16;
+          const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
           // an offset, made a pointer only into the C that is there (t.c is null when rounded)
           const std::ptrdiff_t at = row + std::ptrdiff_t(v * 16);
           __m512 r;
           if (t.bias) {
             const __m512 bias = _mm512_load_ps(t.bias + v * 16);
-            r = _mm512_fmadd_ps(alpha, acc[i][v], read_c ? _mm512_fmadd_ps(beta, _mm512_loadu_ps(t.c + at), bias) : bias);
+            r = _mm512_fmadd_ps(alpha, acc[i][v],
+                                read_c ? _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m, t.c + at), bias) : bias);
           } else {
-            r = read_c ? _mm512_fmadd_ps(alpha, acc[i][v], opaque(_mm512_mul_ps(beta, _mm512_loadu_ps(t.c + at))))
+            r = read_c ? _mm512_fmadd_ps(alpha, acc[i][v], opaque(_mm512_mul_ps(beta, _mm512_maskz_loadu_ps(m, t.c + at))))
                        : _mm512_mul_ps(alpha, acc[i][v]);
           }
-          if (rounded)
+          if (rounded) {
+#if defined(__AVX512VL__)
+            _mm256_mask_storeu_epi16(rounded + at, m, round16_bits(r));
+#else
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + at), round16_bits(r));
-          else
-            _mm512_storeu_ps(t.c + at, r);
+#endif
+          } else {
+            _mm512_mask_storeu_ps(t.c + at, m, r);
+          }
         });
       });
       return;
