@@ -120,27 +120,19 @@ inline void attention_backward(const attention_grad_args<float, bf16>& g) {
     float* dq = dout + nq * dv;
     float* dkb = dq + nq * dk;
     float* dvb = dkb + nk * dk;
-    const bf16_operand q16{a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col},
-        k16{a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col},
-        v16{a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col},
-        dout16{g.dout + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col};
-    // The products on bf16 pairs pack Q, K and V from the bf16 numbers in
-    // place (q16, k16, v16); O and dO are read as float as well (D).
+    const bf16_operand dout16{g.dout + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col};
+    // The products on bf16 pairs pack Q, K, V and dO from the bf16 numbers
+    // in place; O and dO are read as float as well (D).
     if (!in_place) {
-      detail::widen_rows(q16.p, q16.row, q16.col, nq, dk, q);
-      detail::widen_rows(k16.p, k16.row, k16.col, nk, dk, k);
-      detail::widen_rows(v16.p, v16.row, v16.col, nk, dv, v);
+      detail::widen_rows(a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col, nq, dk, q);
+      detail::widen_rows(a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col, nk, dk, k);
+      detail::widen_rows(a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col, nk, dv, v);
     }
     detail::widen_rows(a.out + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col, nq, dv, o);
     detail::widen_rows(dout16.p, dout16.row, dout16.col, nq, dv, dout);
     detail::batch_bound_callbacks cb;
-    attention_args<float> s = detail::batch_slice(a, bi, q, k, v, o, cb);
-    if (in_place) {
-      s.q = s.k = s.v = nullptr;
-      s.q16 = q16;
-      s.k16 = k16;
-      s.v16 = v16;
-    }
+    const attention_args<float> s = in_place ? detail::batch_slice(a, bi, nullptr, nullptr, nullptr, o, cb, true)
+                                             : detail::batch_slice(a, bi, q, k, v, o, cb);
     attention_grad_args<float> sg;
     sg.fwd = &s;
     sg.lse = g.lse + bi * nq;

@@ -107,10 +107,17 @@ struct batch_bound_callbacks {
 /// The float attention of batch index bi of the bf16 attention a, reading
 /// Q, K, V from q, k, v (float, row-major: nq x dk, nk x dk, nk x dv) and
 /// writing its output to out (nq x dv); its callbacks bound in cb (which
-/// must outlive the call).
+/// must outlive the call). With `in_place`, the slice also reads Q, K and
+/// V as bf16 where a holds them (`attention_args::q16`, `k16`, `v16`).
 inline attention_args<float> batch_slice(const attention_args<float, bf16>& a, std::size_t bi, const float* q,
-                                         const float* k, const float* v, float* out, batch_bound_callbacks& cb) {
+                                         const float* k, const float* v, float* out, batch_bound_callbacks& cb,
+                                         bool in_place = false) {
   attention_args<float> s;
+  if (in_place) {
+    s.q16 = {a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col};
+    s.k16 = {a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col};
+    s.v16 = {a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col};
+  }
   s.q = q;
   s.k = k;
   s.v = v;
@@ -183,25 +190,15 @@ inline void attention(const attention_args<float, bf16>& a) {
     float* k = q + nq * dk;
     float* v = k + nk * dk;
     float* o = v + nk * dv;
-    const bf16_operand q16{a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col},
-        k16{a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col},
-        v16{a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col};
     // The products on bf16 pairs pack Q, K and V from the bf16 numbers in
     // place; V is read as float as well (its rows that hold NaN or inf).
     if (!in_place) {
-      detail::widen_rows(q16.p, q16.row, q16.col, nq, dk, q);
-      detail::widen_rows(k16.p, k16.row, k16.col, nk, dk, k);
+      detail::widen_rows(a.q + a.batch_offset(a.q_batch, bi), a.q_row, a.q_col, nq, dk, q);
+      detail::widen_rows(a.k + a.batch_offset(a.k_batch, bi), a.k_row, a.k_col, nk, dk, k);
     }
-    detail::widen_rows(v16.p, v16.row, v16.col, nk, dv, v);
+    detail::widen_rows(a.v + a.batch_offset(a.v_batch, bi), a.v_row, a.v_col, nk, dv, v);
     detail::batch_bound_callbacks cb;
-    attention_args<float> s = detail::batch_slice(a, bi, q, k, v, o, cb);
-    if (in_place) {
-      s.q = s.k = nullptr;
-      s.q16 = q16;
-      s.k16 = k16;
-      s.v16 = v16;
-    }
-    attention(s);
+    attention(detail::batch_slice(a, bi, in_place ? nullptr : q, in_place ? nullptr : k, v, o, cb, in_place));
     detail::round_rows(o, nq, dv, a.out + a.batch_offset(a.out_batch, bi), a.out_row, a.out_col);
   });
 }
