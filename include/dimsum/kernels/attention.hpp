@@ -295,6 +295,34 @@ struct attention_args {
 
 namespace detail {
 
+#if defined(__AVX512F__)
+/// The 16 x 16 matrix of 32-bit words r[row][lane] transposed in place:
+/// pairs, quads, then 128-bit lanes swapped (bit moves only: any float,
+/// NaN included, or any pair of bf16 words keeps its bits).
+inline void transpose16_words(__m512 (&r)[16]) noexcept {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+#endif
+
 /// A row's log-sum-exp m + log(l) (m its largest score, l the sum of
 /// exp(score - m)) as hi + lo: hi rounded to T, lo its rounding error
 /// (Knuth's two-sum, exact in T's arithmetic). A row of only -inf scores
@@ -813,11 +841,21 @@ struct attention_kernel {
           const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                                  _mm512_set1_epi32(static_cast<std::int32_t>(rs)));
           if constexpr (std::is_same_v<S, bf16>) {
-            // bf16 in place: a pair of d is one 32-bit word of its row,
-            // gathered for 16 rows at once (scale 2: idx counts bf16)
+            // bf16 in place: a pair of d is one 32-bit word of its row; 16
+            // rows' 16 words at a time transposed in registers, the words
+            // left gathered for 16 rows at once (scale 2: idx counts bf16)
             for (std::size_t h = 0; h < NR; h += 16) {
               const S* b16 = base + static_cast<std::ptrdiff_t>(h) * rs;
-              for (std::size_t c = 0; c + 2 <= d; c += 2)
+              std::size_t c = 0;
+              for (; c + 32 <= d; c += 32) {
+                __m512 r[16];
+                for (std::size_t x = 0; x < 16; ++x)
+                  r[x] = _mm512_loadu_ps(reinterpret_cast<const float*>(b16 + static_cast<std::ptrdiff_t>(x) * rs + c));
+                transpose16_words(r);
+                for (std::size_t w = 0; w < 16; ++w)
+                  _mm512_store_ps(reinterpret_cast<float*>(dst + (c / 2 + w) * 2 * NR + 2 * h), r[w]);
+              }
+              for (; c + 2 <= d; c += 2)
                 _mm512_store_si512(dst + (c / 2) * 2 * NR + 2 * h, _mm512_i32gather_epi32(idx, b16 + c, 2));
               if (d % 2 != 0)
                 for (std::size_t x = 0; x < 16; ++x)

@@ -381,27 +381,9 @@ struct attention_backward_kernel {
   /// dld apart), or added to it: pairs, quads, then 128-bit lanes swapped.
   template <bool Add>
   static void transpose16(const float* src, std::ptrdiff_t ld, float* dst, std::ptrdiff_t dld) {
-    __m512 r[16], t[16];
+    __m512 r[16];
     for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ld);
-    for (int i = 0; i < 16; i += 2) {
-      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-      r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-      r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-      r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-      r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int h = 0; h < 16; h += 8)
-      for (int i = 0; i < 4; ++i) {
-        t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-        t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
-      }
-    for (int i = 0; i < 8; ++i) {
-      r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-      r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
+    transpose16_words(r);
     for (int i = 0; i < 16; ++i) {
       float* d = dst + i * dld;
       _mm512_storeu_ps(d, Add ? _mm512_add_ps(_mm512_loadu_ps(d), r[i]) : r[i]);
@@ -595,6 +577,34 @@ struct attention_backward_kernel {
     }
   }
 
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+  /// Rows [0, rows) and columns [0, cols) of src (bf16, row stride rs,
+  /// columns contiguous; both counts multiples of 32) transposed into dst
+  /// (dst[c * t2_ld + i] = src[i, c]): per 32 rows and 32 columns, each
+  /// pair of rows interleaved into 32 words (one per column, the two rows'
+  /// values), and the 16 pairs' words transposed in registers.
+  void transpose_rows(const bf16* src, std::ptrdiff_t rs, std::size_t rows, std::size_t cols, bf16* dst) const {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37,
+                                        5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    for (std::size_t i0 = 0; i0 < rows; i0 += 32)
+      for (std::size_t c0 = 0; c0 < cols; c0 += 32) {
+        __m512 w[2][16];
+        for (std::size_t ip = 0; ip < 16; ++ip) {
+          const bf16* r0 = src + static_cast<std::ptrdiff_t>(i0 + 2 * ip) * rs + static_cast<std::ptrdiff_t>(c0);
+          const __m512i a0 = _mm512_loadu_si512(r0), a1 = _mm512_loadu_si512(r0 + rs);
+          w[0][ip] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(a0, lo, a1));
+          w[1][ip] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(a0, hi, a1));
+        }
+        for (std::size_t h = 0; h < 2; ++h) {
+          transpose16_words(w[h]);
+          for (std::size_t c = 0; c < 16; ++c)
+            _mm512_storeu_ps(reinterpret_cast<float*>(dst + (c0 + 16 * h + c) * t2_ld + i0), w[h][c]);
+        }
+      }
+  }
+#endif
+
   /// One operand of the packing below: S = T holding bf16 numbers, or bf16.
   template <class S>
   struct source {
@@ -632,9 +642,20 @@ struct attention_backward_kernel {
     forward::pack_pairs_along_rows(k.p, k.row, k.col, a.nk, a.dk, nk_pad, 0, a.nk, buf.kc2);
     // transposed, in 16 x 16 blocks (as copy_2d); past nq and past d: zero
     auto transposed = [&](source<S> src, std::size_t cols, bf16* dst) {
+      // rows [0, iv) and columns [0, cv) in registers (bf16 rows in place)
+      std::size_t iv = 0, cv = 0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
+      if constexpr (std::is_same_v<S, bf16> && dot_arch) {
+        if (src.col == 1) {
+          iv = a.nq / 32 * 32;
+          cv = cols / 32 * 32;
+          transpose_rows(src.p, src.row, iv, cv, dst);
+        }
+      }
+#endif
       constexpr std::size_t B = 16;
       for (std::size_t i0 = 0; i0 < a.nq; i0 += B)
-        for (std::size_t c0 = 0; c0 < cols; c0 += B)
+        for (std::size_t c0 = i0 < iv ? cv : 0; c0 < cols; c0 += B)
           for (std::size_t i = i0; i < std::min(a.nq, i0 + B); ++i) {
             const S* row = src.p + static_cast<std::ptrdiff_t>(i) * src.row;
             for (std::size_t c = c0; c < std::min(cols, c0 + B); ++c)
