@@ -793,10 +793,18 @@ struct attention_backward_kernel {
     const std::ptrdiff_t q_ld = q_in_place() ? a.q_row : static_cast<std::ptrdiff_t>(a.dk);
     const T* drows = dout_in_place() ? dob : buf.dorow;
     const std::ptrdiff_t d_ld = dout_in_place() ? a.out_row : static_cast<std::ptrdiff_t>(a.dv);
-    // D = rowsum(dO * O): dOᵀ is packed, so O's columns are walked once
-    // each and the rows' sums advance together (contiguous in dsum)
+    // D = rowsum(dO * O): with rows contiguous, per row; else, with dOᵀ
+    // packed, O's columns are walked once each and the rows' sums advance
+    // together (contiguous in dsum)
     std::fill(buf.dsum, buf.dsum + a.nq, T(0));
-    for (std::size_t c = 0; c < a.dv; ++c) {
+    if (a.out_col == 1) {  // rows contiguous in both: one dot product per row
+      const T* o = a.out + ob;
+      for (std::size_t i = 0; i < a.nq; ++i) {
+        const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(i) * a.out_row;
+        buf.dsum[i] = static_cast<T>(row_dot(dob + at, o + at, T(0), a.dv));
+      }
+    }
+    for (std::size_t c = 0; c < a.dv && a.out_col != 1; ++c) {
       const T* o = a.out + ob + static_cast<std::ptrdiff_t>(c) * a.out_col;
       if (dot) {  // no float dOᵀ: dO read in place
         const T* d = dob + static_cast<std::ptrdiff_t>(c) * a.out_col;
