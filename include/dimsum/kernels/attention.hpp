@@ -971,11 +971,11 @@ struct attention_kernel {
       if (r < rows) {
         const S* src = qb + static_cast<std::ptrdiff_t>(i0 + r) * q_row;
         if (q_col == 1) {
-          if constexpr (std::is_same_v<S, bf16>)
-            std::copy_n(src, a.dk, dst);
-          else
-            round_p_row(src, a.dk / 16 * 16, dst);  // exact: bf16 numbers
           d = std::is_same_v<S, bf16> ? a.dk : a.dk / 16 * 16;
+          if constexpr (std::is_same_v<S, bf16>)
+            std::copy_n(src, d, dst);
+          else
+            round_p_row(src, d, dst);  // exact: bf16 numbers
         }
         for (; d < a.dk; ++d) dst[d] = bf16_word(src[static_cast<std::ptrdiff_t>(d) * q_col]);
       } else {

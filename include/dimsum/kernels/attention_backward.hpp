@@ -774,7 +774,7 @@ struct attention_backward_kernel {
     const T* lse_low = g.lse_low ? g.lse_low + bi * a.nq : nullptr;
     // Operands packed once per batch index.
     const auto tld = static_cast<std::ptrdiff_t>(t_ld);
-    if (dot && a.batch_rank == 0 && a.q16.p && a.k16.p && a.v16.p && g.dout16.p) {
+    if (dot && fwd.in_place_pairs() && g.dout16.p) {
       pack_pairs<bf16>(buf, {a.q16.p, a.q16.row, a.q16.col}, {a.k16.p, a.k16.row, a.k16.col},
                        {a.v16.p, a.v16.row, a.v16.col}, {g.dout16.p, g.dout16.row, g.dout16.col});
     } else if (dot) {
@@ -796,15 +796,16 @@ struct attention_backward_kernel {
     // D = rowsum(dO * O): with rows contiguous, per row; else, with dOᵀ
     // packed, O's columns are walked once each and the rows' sums advance
     // together (contiguous in dsum)
-    std::fill(buf.dsum, buf.dsum + a.nq, T(0));
     if (a.out_col == 1) {  // rows contiguous in both: one dot product per row
       const T* o = a.out + ob;
       for (std::size_t i = 0; i < a.nq; ++i) {
         const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(i) * a.out_row;
         buf.dsum[i] = static_cast<T>(row_dot(dob + at, o + at, T(0), a.dv));
       }
+    } else {
+      std::fill(buf.dsum, buf.dsum + a.nq, T(0));
     }
-    for (std::size_t c = 0; c < a.dv && a.out_col != 1; ++c) {
+    for (std::size_t c = 0; a.out_col != 1 && c < a.dv; ++c) {
       const T* o = a.out + ob + static_cast<std::ptrdiff_t>(c) * a.out_col;
       if (dot) {  // no float dOᵀ: dO read in place
         const T* d = dob + static_cast<std::ptrdiff_t>(c) * a.out_col;
