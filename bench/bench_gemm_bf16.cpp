@@ -8,7 +8,8 @@
 //   (one command line)
 //
 // Rows: sgemm/float32 (contract on float), sgemm/bf16 (contract on bf16:
-// best_bf16_gemm_arch, vdpbf16ps where AVX512-BF16 is compiled in) and
+// AMX tiles where the CPU has them, else best_bf16_gemm_arch, vdpbf16ps
+// where AVX512-BF16 is compiled in) and
 // sgemm/bf16_convert (the bf16 operands converted to float while packing,
 // on best_gemm_arch: the path of CPUs without AVX512-BF16). Registered side
 // by side per size and thread count, so all see the same machine state.
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
     if (!(cpu_time_one_thread && threads == 1)) b->UseRealTime();
   };
   benchmark::AddCustomContext("dimsum_kernels", dimsum::kernel_isa());
-  benchmark::AddCustomContext("dimsum_bf16_kernels", dk::best_bf16_gemm_arch::name());
+  benchmark::AddCustomContext("dimsum_bf16_kernels", dk::bf16_gemm_kernel());
   for (std::int64_t threads : {1, 2})
     for (std::int64_t n : {1024, 2048}) {
       add("sgemm/float32", bm_sgemm<path::float32>, n, threads);

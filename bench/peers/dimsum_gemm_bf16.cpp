@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   const bool bf16_operands = std::strcmp(argv[1], "bf16") == 0;
   const bench::gemm_args args = bench::parse_gemm_args(argc - 1, argv + 1);
   if (!args.ok) return 2;
-  std::printf("kernel=dimsum %s\n", bf16_operands ? dimsum::kernels::best_bf16_gemm_arch::name() : dimsum::kernel_isa());
+  std::printf("kernel=dimsum %s\n", bf16_operands ? dimsum::kernels::bf16_gemm_kernel() : dimsum::kernel_isa());
   const std::size_t n = args.n;
   const bench::gemm_inputs in(n);
   dimsum::tensor<dimsum::bf16, i, k> a(i{n}, k{n});

@@ -95,10 +95,12 @@ int main(int argc, char** argv) {
   }
   const bench::peer_args args = bench::parse_args(argc, argv);
   if (!args.ok) return 2;
-  // bf16: the contractions and the attention's products, forward and backward, on vdpbf16ps where
-  // compiled in; the softmax arithmetic in float
+  // bf16: the contractions on AMX tiles where the CPU has them, else on vdpbf16ps where compiled in,
+  // the attention's products, forward and backward, on vdpbf16ps where compiled in; the softmax
+  // arithmetic in float
   if (mixed && dimsum::kernels::avx512_bf16_arch::supported())
-    std::printf("kernel=dimsum avx512bf16 GEMM and attention, %s softmax\n", dimsum::kernel_isa());
+    std::printf("kernel=dimsum %s GEMM, avx512bf16 attention, %s softmax\n", dimsum::kernels::bf16_gemm_kernel(),
+                dimsum::kernel_isa());
   else
     std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   const bench::attention_shape s = args.shape;

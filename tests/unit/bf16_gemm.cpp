@@ -114,7 +114,8 @@ double worst_ratio(const bf16_problem& p, const std::vector<float>& c0, bool fro
         if (from_floats) rel += 2 * u_bf16 + u_bf16 * u_bf16;
         // The alpha, beta and bias terms round once more each in float.
         const double bound = std::abs(double(p.alpha)) * rel * abs_sum + 4 * u * (std::abs(want) + std::abs(rest)) + 1e-30;
-        worst = std::max(worst, std::abs(double(p.c[ic]) - want) / bound);
+        const double ratio = std::abs(double(p.c[ic]) - want) / bound;
+        worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);  // a NaN result fails
       }
   return worst;
 }
@@ -128,15 +129,26 @@ void check_on(bf16_problem p) {
   CHECK(worst_ratio(p, c0, true) < 1.0);
 }
 
-// Every path: the float kernels' archs, and vdpbf16ps where it runs.
+// Runs f on the bf16 path Arch where this build and CPU run it; warns
+// otherwise.
+template <class Arch, class F>
+void on_bf16_path(F&& f) {
+  if constexpr (Arch::supported()) {
+    if (Arch::available()) {
+      f(Arch{});
+      return;
+    }
+  }
+  WARN("dimsum kernel path '" << Arch::name() << "' skipped: "
+                              << (Arch::supported() ? "this CPU (or OS) lacks it" : "not enabled at compile time"));
+}
+
+// Every path: the float kernels' archs, vdpbf16ps and AMX where they run.
 template <class F>
 void for_each_bf16_path(F&& f) {
   test::for_each_arch(f);
-  if constexpr (dk::avx512_bf16_arch::supported()) {
-    if (dk::avx512_bf16_arch::available()) return f(dk::avx512_bf16_arch{});
-  }
-  WARN("dimsum kernel path 'avx512bf16' skipped: "
-       << (dk::avx512_bf16_arch::supported() ? "this CPU lacks it" : "not enabled at compile time"));
+  on_bf16_path<dk::avx512_bf16_arch>(f);
+  on_bf16_path<dk::amx_bf16_arch>(f);
 }
 
 }  // namespace
@@ -175,22 +187,84 @@ TEST_CASE("bf16 gemm: sums are float32, not bf16", "[bf16][gemm]") {
   });
 }
 
-TEST_CASE("bf16 gemm: results are bit-identical on 1 and 2 threads, and contract takes best_bf16_gemm_arch",
+TEST_CASE("bf16 gemm: results are bit-identical on 1 and 2 threads, and contract takes AMX or best_bf16_gemm_arch",
           "[bf16][gemm][threads]") {
   const bf16_problem p = make(2, 50, 130, 90, false, 9);
-  bf16_problem one = p, two = p, best = p;
-  {
-    test::thread_count_guard g(1);
-    dk::contract_on<dk::best_bf16_gemm_arch>(one.args());
-    dk::contract(best.args());
+  const auto on = [&](auto arch) {
+    using Arch = decltype(arch);
+    INFO("path " << Arch::name());
+    bf16_problem one = p, two = p;
+    {
+      test::thread_count_guard g(1);
+      dk::contract_on<Arch>(one.args());
+    }
+    {
+      test::thread_count_guard g(2);
+      dk::contract_on<Arch>(two.args());
+    }
+    CHECK(one.c == two.c);
+    CHECK(worst_ratio(one, p.c, false) < 1.0);
+    return one;
+  };
+  bf16_problem best = p;
+  dk::contract(best.args());
+  if (dk::bf16_gemm_on_amx()) {
+    CHECK(std::string(dk::bf16_gemm_kernel()) == "amx-bf16");
+    on_bf16_path<dk::amx_bf16_arch>([&](auto arch) { CHECK(on(arch).c == best.c); });
+    on_bf16_path<dk::avx512_bf16_arch>(on);
+    return;
   }
-  {
-    test::thread_count_guard g(2);
-    dk::contract_on<dk::best_bf16_gemm_arch>(two.args());
-  }
-  CHECK(one.c == two.c);
-  CHECK(one.c == best.c);
-  CHECK(worst_ratio(one, p.c, false) < 1.0);
+  CHECK_FALSE((dk::amx_bf16_arch::supported() && dk::amx_bf16_arch::available()));
+  CHECK(std::string(dk::bf16_gemm_kernel()) == dk::best_bf16_gemm_arch::name());
+  CHECK(on(dk::best_bf16_gemm_arch{}).c == best.c);
+}
+
+TEST_CASE("bf16 gemm on AMX tiles: every A layout, edges of rows, columns and K, NaN next to A never read",
+          "[bf16][gemm]") {
+  on_bf16_path<dk::amx_bf16_arch>([&](auto arch) {
+    using Arch = decltype(arch);
+    // M and N past and short of the 32 x 32 blocks, K short of, at and past
+    // the 32 values of a step; A transposed (rows contiguous: packed by
+    // transposing 16 x 16 words), row-major (K contiguous) and both strided
+    const std::size_t sizes[][4] = {{1, 32, 32, 32}, {1, 33, 31, 33}, {2, 16, 48, 17}, {1, 65, 70, 96}, {1, 40, 9, 130}};
+    unsigned seed = 300;
+    for (const auto& s : sizes)
+      for (bool transposed : {false, true}) {
+        const bf16_problem p = make(s[0], s[1], s[2], s[3], transposed, seed++);
+        // a product of NaNs with K padded to 32 first, so that the packing
+        // buffers hold NaN wherever this product's padding is not zeroed
+        bf16_problem nan = make(s[0], s[1], s[2], (s[3] + 31) / 32 * 32, transposed, seed);
+        std::fill(nan.a.begin(), nan.a.end(), bf16(NAN));
+        std::fill(nan.b.begin(), nan.b.end(), bf16(NAN));
+        dk::contract_on<Arch>(nan.args());
+        check_on<Arch>(p);
+        // A laid out again in a buffer of NaNs: its rows (or columns) padded
+        // by 5 (the masked loads must not read past K, or past M where
+        // rows are contiguous), and every other element (neither M nor K
+        // contiguous: the per-element packing)
+        for (std::ptrdiff_t spread : {0, 1}) {
+          bf16_problem w = p;
+          const std::ptrdiff_t m = std::ptrdiff_t(p.m), k = std::ptrdiff_t(p.k);
+          if (spread == 0) {
+            (transposed ? w.a_sk : w.a_sm) = (transposed ? m : k) + 5;
+            w.a_sb = (transposed ? w.a_sk * k : w.a_sm * m) + 7;
+          } else {
+            w.a_sb *= 2, w.a_sm *= 2, w.a_sk *= 2;
+          }
+          w.a.assign(std::size_t(w.a_sb) * p.nb, bf16(NAN));
+          for (std::size_t b = 0; b < p.nb; ++b)
+            for (std::ptrdiff_t i = 0; i < m; ++i)
+              for (std::ptrdiff_t q = 0; q < k; ++q)
+                w.a[std::size_t(std::ptrdiff_t(b) * w.a_sb + i * w.a_sm + q * w.a_sk)] =
+                    p.a[std::size_t(std::ptrdiff_t(b) * p.a_sb + i * p.a_sm + q * p.a_sk)];
+          const std::vector<float> c0 = w.c;
+          dk::contract_on<Arch>(w.args());
+          INFO((spread ? "every other element" : "padded with NaN") << ", " << s[1] << " x " << s[2] << " x " << s[3]
+                                                                     << (transposed ? ", transposed" : ""));
+          CHECK(worst_ratio(w, c0, false) < 1.0);
+        }
+      }
+  });
 }
 
 TEST_CASE("bf16 gemm into a bf16 C: each float32 result rounded once in the store", "[bf16][gemm]") {
@@ -230,6 +304,24 @@ TEST_CASE("bf16 gemm into a bf16 C: each float32 result rounded once in the stor
         auto args = p.args();
         args.beta = 0.5f;  // unused: C is written, never read
         REQUIRE(dk::contract_rounded(args, c16.data()));
+        if (dk::bf16_gemm_on_amx() && v != c_transposed) {
+          // the vdpbf16ps path's rounded store, which contract_rounded does
+          // not take here: within bf16's rounding of the AMX sums (the two
+          // add the pairs' products in their own orders)
+          on_bf16_path<dk::avx512_bf16_arch>([&](auto arch) {
+            std::vector<bf16> v16(p.c.size(), bf16(-7.0f));
+            auto plain_args = args;  // as contract_rounded passes them
+            plain_args.c = nullptr;
+            plain_args.beta = 0.0f;
+            dk::detail::contract_bf16<decltype(arch)>(plain_args, v16.data());
+            std::size_t far = 0;
+            for (std::size_t q = 0; q < p.c.size(); ++q) {
+              const float x = v16[q].to_float(), y = c16[q].to_float();
+              far += !(x == y || std::abs(x - y) <= std::ldexp(std::abs(y), -7) || (std::isnan(x) && std::isnan(y)));
+            }
+            CHECK(far == 0);
+          });
+        }
         INFO(p.nb << " x " << p.m << " x " << p.n << " x " << p.k << (transposed ? " transposed" : "") << ", case "
                   << int(v));
         std::size_t differ = 0, nonfinite = 0;
@@ -263,7 +355,8 @@ TEST_CASE("bf16 gemm into a bf16 C: each float32 result rounded once in the stor
                 abs_sum += std::abs(x * y);
               }
               const double bound = std::ldexp(std::abs(want), -8) + double(p.k + 4) * std::ldexp(abs_sum, -24) + 1e-30;
-              worst = std::max(worst, std::abs(double(r.c[i * std::size_t(p.c_sm) + j]) - want) / bound);
+              const double ratio = std::abs(double(r.c[i * std::size_t(p.c_sm) + j]) - want) / bound;
+              worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
             }
           CHECK(worst < 1.0);
         }

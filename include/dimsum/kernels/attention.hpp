@@ -295,34 +295,6 @@ struct attention_args {
 
 namespace detail {
 
-#if defined(__AVX512F__)
-/// The 16 x 16 matrix of 32-bit words r[row][lane] transposed in place:
-/// pairs, quads, then 128-bit lanes swapped (bit moves only: any float,
-/// NaN included, or any pair of bf16 words keeps its bits).
-inline void transpose16_words(__m512 (&r)[16]) noexcept {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int h = 0; h < 16; h += 8)
-    for (int i = 0; i < 4; ++i) {
-      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
-    }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-  }
-}
-#endif
-
 /// A row's log-sum-exp m + log(l) (m its largest score, l the sum of
 /// exp(score - m)) as hi + lo: hi rounded to T, lo its rounding error
 /// (Knuth's two-sum, exact in T's arithmetic). A row of only -inf scores

@@ -50,20 +50,43 @@ void contract_on(const contraction_args<bf16, float>& args) {
   detail::contract_bf16<Arch>(args);
 }
 
+/// The bf16 GEMM's path on this machine: `amx_bf16_arch` where it is
+/// compiled in and available, else `best_bf16_gemm_arch`.
+inline bool bf16_gemm_on_amx() { return amx_bf16_arch::supported() && amx_bf16_arch::available(); }
+
+/// The name of the path `contract` takes for bf16 operands on this machine:
+/// "amx-bf16", "avx512bf16", or the float kernels' arch.
+inline const char* bf16_gemm_kernel() {
+  return bf16_gemm_on_amx() ? amx_bf16_arch::name() : best_bf16_gemm_arch::name();
+}
+
 /// `C[b,m,n] = alpha * sum_k A[b,m,k] * B[b,k,n] + beta * C[b,m,n]` for bf16
-/// A and B and a float C, every product and sum in float32, with
-/// `best_bf16_gemm_arch`: AVX512-BF16's dot product where it is compiled
-/// in, else the float kernels on operands converted while packing.
-inline void contract(const contraction_args<bf16, float>& args) { contract_on<best_bf16_gemm_arch>(args); }
+/// A and B and a float C, every product and sum in float32: on AMX tiles
+/// where `bf16_gemm_on_amx()`, else with `best_bf16_gemm_arch`
+/// (AVX512-BF16's dot product where it is compiled in, else the float
+/// kernels on operands converted while packing).
+inline void contract(const contraction_args<bf16, float>& args) {
+  if constexpr (amx_bf16_arch::supported()) {
+    if (bf16_gemm_on_amx()) return contract_on<amx_bf16_arch>(args);
+  }
+  contract_on<best_bf16_gemm_arch>(args);
+}
 
 /// Whether `contract_rounded` runs for a bf16 product of nk summed and nn
-/// N values per output row: where `best_bf16_gemm_arch` is the vdpbf16ps
-/// path and K fits one cache block of it (so each element's sum is
-/// complete when the micro-kernel stores it).
+/// N values per output row: where the bf16 GEMM runs on AMX tiles or on the
+/// vdpbf16ps path and K fits one cache block of that path (so each
+/// element's sum is complete when the micro-kernel stores it).
 inline bool bf16_rounds_in_store(std::size_t nk, std::size_t nn) {
 #if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)  // as gemm_bf16.hpp's vdpbf16ps path
+  if (nk == 0 || nn == 0) return false;
+  if constexpr (amx_bf16_arch::supported()) {
+    if (bf16_gemm_on_amx()) {
+      using Blk = detail::bf16_gemm_path<amx_bf16_arch>::blocking;
+      return detail::block_plan<bf16, Blk>(nk, nn).kc >= nk;
+    }
+  }
   using Blk = detail::bf16_gemm_path<avx512_bf16_arch>::blocking;
-  return nk != 0 && nn != 0 && detail::block_plan<bf16, Blk>(nk, nn).kc >= nk;
+  return detail::block_plan<bf16, Blk>(nk, nn).kc >= nk;
 #else
   (void)nk;
   (void)nn;
@@ -83,6 +106,12 @@ inline bool contract_rounded(const contraction_args<bf16, float>& args, bf16* c)
   contraction_args<bf16, float> a = args;
   a.c = nullptr;
   a.beta = 0.0f;
+  if constexpr (amx_bf16_arch::supported()) {
+    if (bf16_gemm_on_amx()) {
+      detail::contract_bf16<amx_bf16_arch>(a, c);
+      return true;
+    }
+  }
   detail::contract_bf16<avx512_bf16_arch>(a, c);
   return true;
 #else

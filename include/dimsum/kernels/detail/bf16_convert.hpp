@@ -7,7 +7,9 @@
 /// (the compiler does not vectorise the plain loops at -O2), the scalar
 /// conversion for the tail and on other builds. The tape's bf16 gradient
 /// sums, the element-wise casts between float and bf16, the bf16 bias add
-/// and the bf16 fused attention's operand conversions run on these.
+/// and the bf16 fused attention's operand conversions run on these. Also
+/// the 16 x 16 transposition of 32-bit words (bf16 pairs) that the bf16
+/// kernels pack their operands with.
 
 #include <bit>
 #include <cstddef>
@@ -119,6 +121,34 @@ inline void round_contiguous(const float* __restrict src, std::size_t n, std::ui
 #endif
   for (; c < n; ++c) w[c] = bf16::round_from_float(src[c]);
 }
+
+#if defined(__AVX512F__)
+/// The 16 x 16 matrix of 32-bit words r[row][lane] transposed in place:
+/// pairs, quads, then 128-bit lanes swapped (bit moves only: any float,
+/// NaN included, or any pair of bf16 words keeps its bits).
+inline void transpose16_words(__m512 (&r)[16]) noexcept {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+#endif
 
 /// The same on bf16 values: dst[c] = float(src[c]), acc[c] += float(src[c])
 /// and dst[c] = bf16(src[c]) (bf16 is 16 plain bits: core/bf16.hpp).

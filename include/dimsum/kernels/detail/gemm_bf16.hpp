@@ -12,13 +12,20 @@
 ///   accumulator per lane: twice the multiply-adds of a float FMA per
 ///   instruction. The instruction treats subnormal bf16 inputs and float
 ///   results as zero (and rounds to nearest even), as Intel's SDM says.
+/// - `amx_bf16_arch` (Intel AMX, compiled in with e.g. -march=native on
+///   Sapphire Rapids and later, on Linux): 32 x 32 blocks of C as four
+///   16 x 16 float tiles, each step of 32 values of k one `tdpbf16ps` per
+///   tile (a 16 x 32 bf16 tile of A times a 32 x 16 one of B: 8192
+///   multiply-adds per instruction). `contract` takes it wherever the CPU
+///   has it and the kernel grants the process the tile registers.
 /// - any other arch (`xsimd::avx512f`, the AVX2 archs, `scalar_arch`): the
 ///   operands are converted to float while they are packed (exact), and the
 ///   float micro-kernel of gemm_micro.hpp runs on the packed panels.
 ///
 /// Either way each product of two bf16 is exact in float and the sums are
 /// float32, so the result is within K * 2^-24 * sum |a_k b_k| of the exact
-/// sum of the bf16 inputs (tests/unit/kernels_gemm.cpp checks this bound).
+/// sum of the bf16 inputs (tests/unit/bf16_gemm.cpp checks this bound on
+/// every path the machine runs).
 
 #include <algorithm>
 #include <cmath>
@@ -38,6 +45,18 @@
 #include "dimsum/kernels/detail/thread_pool.hpp"
 #include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/threads.hpp"
+
+// The AMX path: the tile instructions, on Linux (the process asks the kernel
+// for the tile registers), with the AVX-512 the store and packing use.
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__) && defined(__AVX512F__) && \
+    defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__linux__)
+#define DIMSUM_DETAIL_AMX_BF16 1
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#define DIMSUM_DETAIL_AMX_BF16 0
+#endif
 
 namespace dimsum::kernels {
 
@@ -61,9 +80,34 @@ struct avx512_bf16_arch {
   static constexpr const char* name() noexcept { return "avx512bf16"; }
 };
 
-/// The path `contract` takes for bf16 operands: `avx512_bf16_arch` when it
-/// is compiled in, else the float kernels' arch (`best_gemm_arch`) on
-/// operands converted to float while packing.
+/// Arch tag of the bf16 GEMM on Intel AMX tiles (`tdpbf16ps`): supported
+/// when the translation unit is compiled with AMX-BF16 (`__AMX_BF16__`, e.g.
+/// -march=native on Sapphire Rapids) for Linux; available when the CPU has
+/// it and Linux grants this process the tile registers (asked once, with
+/// arch_prctl(ARCH_REQ_XCOMP_PERM); a kernel older than 5.16 says no). Where
+/// it is available, `contract` takes it before `best_bf16_gemm_arch`.
+struct amx_bf16_arch {
+  static constexpr bool supported() noexcept { return DIMSUM_DETAIL_AMX_BF16 != 0; }
+  static bool available() noexcept {
+#if DIMSUM_DETAIL_AMX_BF16
+    static const bool granted = [] {
+      unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+      if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+      if ((edx & (1u << 22)) == 0 || (edx & (1u << 24)) == 0) return false;  // AMX-BF16, AMX-TILE
+      constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+      return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+    }();
+    return granted;
+#else
+    return false;
+#endif
+  }
+  static constexpr const char* name() noexcept { return "amx-bf16"; }
+};
+
+/// The path `contract` takes for bf16 operands where AMX is not available:
+/// `avx512_bf16_arch` when it is compiled in, else the float kernels' arch
+/// (`best_gemm_arch`) on operands converted to float while packing.
 using best_bf16_gemm_arch = std::conditional_t<avx512_bf16_arch::supported(), avx512_bf16_arch, best_gemm_arch>;
 
 }  // namespace dimsum::kernels
@@ -172,7 +216,6 @@ struct bf16_dot_kernel {
     store(out, t);
   }
 
- private:
   /// With `rounded`, C is bf16 there (t's offsets, t.c unused, beta 0):
   /// each element's float result rounded to nearest even, once.
   static void store(const __m512 (&acc)[MR][NV], const tile_target<float>& t, bf16* rounded = nullptr) noexcept {
@@ -372,6 +415,140 @@ struct bf16_gemm_path<avx512_bf16_arch> {
 
 #endif
 
+#if DIMSUM_DETAIL_AMX_BF16
+
+/// An AMX tile configuration (palette 1): tiles 0-7 of 16 rows of 64 bytes.
+struct alignas(64) amx_tile_config {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+/// The AMX path: 32 x 32 blocks of C in four float tiles (tmm0-3: rows 0-15
+/// and 16-31 by columns 0-15 and 16-31), and per 32 values of k two A tiles
+/// (tmm4-5: 16 rows x 32 values) and two B tiles (tmm6-7: 16 pairs of k x
+/// 16 columns' pairs), four `tdpbf16ps`. K is padded with zeros to a
+/// multiple of 32. A panels: for each 32 values of k, the 32 rows' 32
+/// values (a tile row is a row of A); B panels: the vdpbf16ps path's pairs
+/// along K (a tile row is half a panel row: 16 columns' pairs). The store is
+/// the vdpbf16ps kernel's, on the tiles' sums.
+template <>
+struct bf16_gemm_path<amx_bf16_arch> {
+  using blocking = gemm_blocking<32, 32, 512, 2048, 16384>;
+  using packed = bf16;
+  static constexpr std::size_t mr = blocking::mr, nr = blocking::nr;
+  static constexpr std::size_t padded_k(std::size_t kc) { return (kc + 31) / 32 * 32; }
+
+  /// The calling thread's tiles configured for the life of the object.
+  struct tile_scope {
+    tile_scope() noexcept {
+      static const amx_tile_config config;
+      _tile_loadconfig(&config);
+    }
+    ~tile_scope() { _tile_release(); }
+    tile_scope(const tile_scope&) = delete;
+    tile_scope& operator=(const tile_scope&) = delete;
+  };
+
+  /// B panels (R = NR columns): the vdpbf16ps path's pairs, zero pairs up to
+  /// the padded depth.
+  template <std::size_t R>
+  static void pack(bf16* __restrict dst, const bf16* src, const std::ptrdiff_t* k_off, std::size_t kc,
+                   const std::ptrdiff_t* x_off, std::size_t width, bool x_unit) noexcept {
+    bf16_gemm_path<avx512_bf16_arch>::pack<R>(dst, src, k_off, kc, x_off, width, x_unit);
+    const std::size_t kq = (kc + 1) / 2;
+    std::fill_n(dst + kq * 2 * R, (padded_k(kc) / 2 - kq) * 2 * R, bf16());
+  }
+
+  /// A panels (R = MR rows at x_off, K at k_off): dst[(c * R + x) * 32 + j]
+  /// = src[k_off[32 c + j] + x_off[x]], zeros past kc and width.
+  template <std::size_t R>
+  static void pack_a(bf16* __restrict dst, const bf16* src, const std::ptrdiff_t* k_off, std::size_t kc,
+                     const std::ptrdiff_t* x_off, std::size_t width, bool x_unit) noexcept {
+    static_assert(R % 16 == 0);
+    const std::size_t chunks = padded_k(kc) / 32;
+    if (consecutive(k_off, kc)) {
+      // K contiguous in each row (x, or dY, read along K): 32 values of a
+      // row at a time, the last ones under a mask
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const std::size_t left = kc - 32 * c;
+        const __mmask32 m = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
+        for (std::size_t x = 0; x < R; ++x)
+          _mm512_store_si512(dst + (c * R + x) * 32,
+                             x < width ? _mm512_maskz_loadu_epi16(m, src + k_off[32 * c] + x_off[x]) : _mm512_setzero_si512());
+      }
+      return;
+    }
+    if (x_unit) {
+      // The rows contiguous (A read along M: x^T dY, the weights'
+      // gradients): per 16 rows, each pair of k's two rows of A interleaved
+      // into 16 words (row x: its two values), and the 16 x 16 words
+      // transposed (row x: its 16 pairs, 32 values of k).
+      const __m512i interleave = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
+                                                  38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+      for (std::size_t x0 = 0; x0 < R; x0 += 16) {
+        const std::size_t rows = width > x0 ? std::min<std::size_t>(16, width - x0) : 0;
+        const __mmask16 m = rows == 16 ? __mmask16(0xffff) : __mmask16((1u << rows) - 1);
+        for (std::size_t c = 0; c < chunks; ++c) {
+          __m512 w[16];
+          for (std::size_t q = 0; q < 16; ++q) {
+            const std::size_t k = 32 * c + 2 * q;
+            const __m256i r0 = k < kc ? _mm256_maskz_loadu_epi16(m, src + k_off[k] + x_off[x0]) : _mm256_setzero_si256();
+            const __m256i r1 = k + 1 < kc ? _mm256_maskz_loadu_epi16(m, src + k_off[k + 1] + x_off[x0]) : _mm256_setzero_si256();
+            w[q] = _mm512_castsi512_ps(
+                _mm512_permutex2var_epi16(_mm512_zextsi256_si512(r0), interleave, _mm512_zextsi256_si512(r1)));
+          }
+          transpose16_words(w);
+          for (std::size_t x = 0; x < 16; ++x) _mm512_store_ps(dst + (c * R + x0 + x) * 32, w[x]);
+        }
+      }
+      return;
+    }
+    for (std::size_t c = 0; c < chunks; ++c)
+      for (std::size_t x = 0; x < R; ++x)
+        for (std::size_t j = 0; j < 32; ++j) {
+          const std::size_t k = 32 * c + j;
+          dst[(c * R + x) * 32 + j] = x < width && k < kc ? src[k_off[k] + x_off[x]] : bf16();
+        }
+  }
+
+  static void multiply(std::size_t kc, const bf16* pa, const bf16* pb, const tile_target<float>& t,
+                       bf16* rounded = nullptr) noexcept {
+    constexpr std::size_t b_row_bytes = 2 * nr * sizeof(bf16);  // one pair of k across the panel
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (std::size_t c = 0, chunks = padded_k(kc) / 32; c < chunks; ++c) {
+      const bf16* a = pa + c * 32 * mr;  // 32 rows x 32 values of k
+      const bf16* b = pb + c * 32 * nr;  // 16 pairs of k x 32 columns' pairs
+      _tile_loadd(4, a, 64);
+      _tile_loadd(5, a + 16 * 32, 64);
+      _tile_loadd(6, b, b_row_bytes);
+      _tile_loadd(7, b + 32, b_row_bytes);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    alignas(64) __m512 sums[mr][2];
+    _tile_stored(0, &sums[0][0], sizeof sums[0]);
+    _tile_stored(1, &sums[0][1], sizeof sums[0]);
+    _tile_stored(2, &sums[16][0], sizeof sums[0]);
+    _tile_stored(3, &sums[16][1], sizeof sums[0]);
+    bf16_dot_kernel<mr, 2>::store(sums, t, rounded);
+  }
+};
+
+#endif
+
+/// No tile state to configure (every path but AMX's).
+struct no_tile_scope {};
+template <class Path>
+auto tile_scope_of(int) -> typename Path::tile_scope;
+template <class Path>
+no_tile_scope tile_scope_of(...);
+
 /// C[bi, m0:m1, n0:n1] of a bf16 problem on the calling thread: B blocks
 /// (KC x NC) and A blocks (MC x KC) packed by Path, micro-tiles multiplied
 /// by it. With `c16` (the vdpbf16ps path, K within one block, beta 0; see
@@ -384,6 +561,7 @@ void bf16_gemm_rectangle(const gemm_problem<float>& p, const bf16* a0, const bf1
   using Blk = typename path::blocking;
   using P = typename path::packed;
   constexpr std::size_t MR = Blk::mr, NR = Blk::nr;
+  [[maybe_unused]] const decltype(tile_scope_of<path>(0)) tiles;
   const bf16* a = a0 + offset_of(p.batch, p.batch.stride_a, bi);
   const bf16* b = b0 + offset_of(p.batch, p.batch.stride_b, bi);
   float* c = c16 ? nullptr : p.c + offset_of(p.batch, p.batch.stride_c, bi);
@@ -421,8 +599,11 @@ void bf16_gemm_rectangle(const gemm_problem<float>& p, const bf16* a0, const bf1
         // row offsets play x_off, the K offsets k_off.
         for (std::size_t ir = 0; ir < mc; ir += MR) {
           const std::size_t mr = std::min(MR, mc - ir);
-          path::template pack<MR>(packed_a + ir * kpad, a, k_off_a, kc, idx + ir, mr,
-                                  p.a_m_unit || consecutive(idx + ir, mr));
+          const bool rows_unit = p.a_m_unit || consecutive(idx + ir, mr);
+          if constexpr (requires { &path::template pack_a<MR>; })  // A in a layout of its own
+            path::template pack_a<MR>(packed_a + ir * kpad, a, k_off_a, kc, idx + ir, mr, rows_unit);
+          else
+            path::template pack<MR>(packed_a + ir * kpad, a, k_off_a, kc, idx + ir, mr, rows_unit);
         }
         fill_offsets(p.m, p.m.stride_c, ic, mc, row_c);
         for (std::size_t jr = 0; jr < nc; jr += NR) {
