@@ -71,8 +71,27 @@ DIMSUM_DIM(d_value);
 
 constexpr double u = 1.0 / 256;
 /// u_P of the file comment: the backward's products on bf16 pairs round P
-/// and dS where the build has AVX512-BF16.
-double u_pairs() { return dimsum::kernels::avx512_bf16_arch::supported() ? u : 0.0; }
+/// and dS where they run (`bf16_attention_on_pairs()`).
+double u_pairs() { return dimsum::kernels::bf16_attention_on_pairs() ? u : 0.0; }
+
+/// Runs f once with the products where the machine runs them, and, where
+/// the build has AVX512-BF16, once more on the other path (on pairs on a
+/// CPU with AMX, in float32 elsewhere), so that both are tested on every
+/// machine.
+template <class F>
+void on_each_product_path(F&& f) {
+  namespace kernels = dimsum::kernels;
+  struct reset {
+    ~reset() { kernels::detail::bf16_attention_pairs_choice() = -1; }
+  } at_end;
+  f();
+  if (kernels::avx512_bf16_arch::supported()) {
+    const bool usual = kernels::bf16_attention_on_pairs();
+    kernels::detail::bf16_attention_pairs_choice() = usual ? 0 : 1;
+    INFO("the bf16 products " << (usual ? "in float32" : "on pairs") << ", not the machine's choice");
+    f();
+  }
+}
 constexpr double ninf = -std::numeric_limits<double>::infinity();
 constexpr float scale = 0.25f;  // exact in bf16 and float: the reference scales by the same number
 
@@ -315,7 +334,16 @@ auto pass = [](auto&& s) { return s; };
 auto materialise = [](auto&& s) { return dimsum::eval(s); };
 
 template <std::size_t Chain, class KK, class VV>
+void check_problem_once(const problem& p);
+
+// The problem on each path of the bf16 products.
+template <std::size_t Chain, class KK, class VV>
 void check_problem(const problem& p) {
+  on_each_product_path([&] { check_problem_once<Chain, KK, VV>(p); });
+}
+
+template <std::size_t Chain, class KK, class VV>
+void check_problem_once(const problem& p) {
   const reference r = compute(p);
   DOC doc = DOC::from_extents({p.b, p.nq});
   for (std::size_t bi = 0; bi < p.b; ++bi)
@@ -430,7 +458,7 @@ TEST_CASE("fused attention, bf16: head size 64 (whole key panels packed from the
   check_problem<2, KS, VS>(make(1, 2, 40, 96, 64, 32, true, masking::padding, 18));
 }
 
-TEST_CASE("fused attention, bf16: the query tiles' products, forward and backward, run on vdpbf16ps where the build has AVX512-BF16") {
+TEST_CASE("fused attention, bf16: the query tiles' products, forward and backward, run on vdpbf16ps where bf16_attention_on_pairs()") {
   namespace kernels = dimsum::kernels;
   const problem p = make(1, 2, 75, 77, 13, 7, false, masking::causal, 16);
   const reference r = compute(p);
@@ -468,6 +496,7 @@ TEST_CASE("fused attention, bf16: the query tiles' products, forward and backwar
   a.lse_low = lse_low.data();
   std::vector<bf16> dout(p.dout.size()), dq(q.size()), dk(k.size()), dv(v.size());
   for (std::size_t x = 0; x < dout.size(); ++x) dout[x] = bf16(float(p.dout[x]));
+  on_each_product_path([&] {
   for (int threads : {1, 2}) {
     dimsum::set_num_threads(threads);
     counts.bf16_tiles = 0;
@@ -475,7 +504,7 @@ TEST_CASE("fused attention, bf16: the query tiles' products, forward and backwar
     kernels::attention(a);
     CHECK(count_outside(out, r.out, r.b_out, u, p, r.smax, "kernel forward") == 0);
     // 75 query rows: two query tiles of each of the 2 heads, each with one key tile
-    if (kernels::avx512_bf16_arch::supported())
+    if (kernels::bf16_attention_on_pairs())
       CHECK(counts.bf16_tiles.load() == 4);
     else
       CHECK(counts.bf16_tiles.load() == 0);
@@ -496,8 +525,9 @@ TEST_CASE("fused attention, bf16: the query tiles' products, forward and backwar
     CHECK(count_outside(dq, r.dq, r.b_dq, u + u_pairs(), p, r.smax, "kernel dq") == 0);
     CHECK(count_outside(dk, r.dk, r.b_dk, u + u_pairs(), p, r.smax, "kernel dk") == 0);
     CHECK(count_outside(dv, r.dv, r.b_dv, u_pairs(), p, r.smax, "kernel dv") == 0);
-    CHECK(counts.bf16_tiles.load() == (kernels::avx512_bf16_arch::supported() ? 4u : 0u));
+    CHECK(counts.bf16_tiles.load() == (kernels::bf16_attention_on_pairs() ? 4u : 0u));
   }
+  });
   dimsum::set_num_threads(0);
 }
 
@@ -579,7 +609,7 @@ namespace {
 /// numbers): the bf16 path runs the float kernel's arithmetic on the
 /// values converted exactly, so they differ by the output's rounding to
 /// bf16 (at most u |want|), P's rounding to bf16 before P·V where the
-/// build has AVX512-BF16 (at most u Σ_j P_j |V_j| <= u max |V| = u: V's
+/// products run on pairs (at most u Σ_j P_j |V_j| <= u max |V| = u: V's
 /// numbers lie in [-1, 1]) and float32 reassociation (2^-20 of the
 /// largest |want|, a bound far above the float32 sums' n 2^-24 here).
 template <class G, class W>
@@ -590,7 +620,7 @@ std::size_t differ_from_float(const G& got, const W& want, const char* what) {
   std::size_t bad = 0;
   for (std::size_t x = 0; x < want.size(); ++x) {
     const double g = double(got.data()[x]), w = double(want.data()[x]);
-    const double p_rounding = dimsum::kernels::avx512_bf16_arch::supported() ? u : 0.0;
+    const double p_rounding = dimsum::kernels::bf16_attention_on_pairs() ? u : 0.0;
     if (std::isnan(w) ? !std::isnan(g) : !(std::abs(g - w) <= u * std::abs(w) + p_rounding + std::ldexp(m, -20))) {
       if (bad < 5) UNSCOPED_INFO(what << " element " << x << ": got " << g << ", want " << w);
       ++bad;

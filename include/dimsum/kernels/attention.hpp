@@ -186,6 +186,34 @@ struct attention_tile_counts {
   std::size_t rows = 0, cols = 0;
 };
 
+namespace detail {
+/// -1: `bf16_attention_on_pairs()` decides from the build and the CPU; 0 or
+/// 1: the bf16 attention's products in float32 or on pairs wherever
+/// compiled in (for tests of both paths on one machine).
+inline std::atomic<int>& bf16_attention_pairs_choice() noexcept {
+  static std::atomic<int> choice{-1};
+  return choice;
+}
+}  // namespace detail
+
+/// Whether the bf16 fused attention (kernels/attention_bf16.hpp, and the
+/// tape's bf16 attention) runs its query tiles' products on `vdpbf16ps`
+/// pairs (`attention_args::bf16_products`): where the build has
+/// AVX512-BF16, on a CPU without AMX-BF16. On the Intel CPUs with AMX
+/// (Sapphire Rapids and later) `vdpbf16ps` does half float32 FMA's
+/// multiply-adds per cycle, so there the products run in float32 on the
+/// bf16 numbers widened (exact), as on builds without AVX512-BF16.
+inline bool bf16_attention_on_pairs() noexcept {
+  if constexpr (!avx512_bf16_arch::supported()) {
+    return false;
+  } else {
+    const int choice = detail::bf16_attention_pairs_choice().load(std::memory_order_relaxed);
+    if (choice >= 0) return choice != 0;
+    static const bool pairs = !detail::cpu_has_amx_bf16();
+    return pairs;
+  }
+}
+
 /// A bf16 operand held in place: element [r, c] at p[r * row + c * col].
 struct bf16_operand {
   const bf16* p = nullptr;
@@ -235,8 +263,9 @@ struct attention_args {
   /// `attention_tile_counts`).
   attention_tile_counts* tile_counts = nullptr;
   /// T = float only: Q, K and V hold bf16 numbers (exact in float), as the
-  /// bf16 attention (kernels/attention_bf16.hpp) passes them. Where the
-  /// build has AVX512-BF16 (`avx512_bf16_arch::supported()`), the query
+  /// bf16 attention (kernels/attention_bf16.hpp) passes them where
+  /// `bf16_attention_on_pairs()`. Where the build has AVX512-BF16
+  /// (`avx512_bf16_arch::supported()`), the query
   /// tiles' Q·Kᵀ and P·V then run on `vdpbf16ps` with float32 sums, P
   /// rounded to bf16 (to nearest even) for P·V as FlashAttention's bf16
   /// kernels round it; the softmax statistics stay the float P's. Else,

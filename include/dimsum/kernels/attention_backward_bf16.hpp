@@ -6,8 +6,8 @@
 /// (kernels/attention_backward.hpp) on its Q, K, V, saved output and dO
 /// converted to float in the running thread's scratch; P, dP, dS and the
 /// sums dQ, dK, dV are float, and each gradient element is rounded to bf16
-/// once, after its last term. Where the build has AVX512-BF16 the products
-/// run on bf16 pairs (`attention_args::bf16_products`: P and dS rounded to
+/// once, after its last term. Where the build has AVX512-BF16 and the CPU
+/// no AMX (`bf16_attention_on_pairs()`) the products run on bf16 pairs (`attention_args::bf16_products`: P and dS rounded to
 /// bf16 for the products that read them), packed from Q, K, V and dO in
 /// place (`attention_args::q16`): only O and dO are converted (D). Where a broadcast batch dim (stride 0) makes
 /// batch indices share an element of Q, K or V, that operand's gradient is
@@ -109,7 +109,7 @@ inline void attention_backward(const attention_grad_args<float, bf16>& g) {
   const bool shared = gq.shared || gk.shared || gv.shared;
   // Q, K, V, O, dO, then dQ, dK, dV of one batch index
   const std::size_t per = 2 * (nq * dk + nk * dk + nk * dv) + 2 * nq * dv;
-  constexpr bool in_place = detail::attention_backward_kernel<float, best_gemm_arch>::dot_arch;
+  const bool in_place = detail::attention_backward_kernel<float, best_gemm_arch>::dot_arch && bf16_attention_on_pairs();
   const double flops = 2.0 * double(nb) * double(nq) * double(nk) * double(3 * dk + 2 * dv);
   detail::for_each_batch_index(nb, flops, !shared, [&](std::size_t bi) {
     float* q = detail::bf16_attention_scratch(per);

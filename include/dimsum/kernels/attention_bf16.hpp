@@ -5,8 +5,8 @@
 /// (kernels/attention.hpp): its Q, K and V are converted to float (exactly)
 /// into the running thread's scratch as they are loaded, the float kernel
 /// computes the scores, the softmax statistics (lse) and P·V, and the
-/// output is rounded to bf16 once. Where the build has AVX512-BF16 the
-/// float kernel runs Q·Kᵀ and P·V of its query tiles on `vdpbf16ps` (two
+/// output is rounded to bf16 once. Where the build has AVX512-BF16 and
+/// the CPU no AMX (`bf16_attention_on_pairs()`) the float kernel runs Q·Kᵀ and P·V of its query tiles on `vdpbf16ps` (two
 /// bf16 products added to a float32 sum per lane and instruction), with P
 /// rounded to bf16 for P·V (`attention_args::bf16_products`), its pairs
 /// packed from Q, K and V in place (only V is converted); elsewhere,
@@ -154,7 +154,7 @@ inline attention_args<float> batch_slice(const attention_args<float, bf16>& a, s
   if (a.lse) s.lse = a.lse + bi * a.nq;
   if (a.lse_low) s.lse_low = a.lse_low + bi * a.nq;
   s.tile_counts = a.tile_counts;
-  s.bf16_products = true;  // q, k, v hold bf16 numbers
+  s.bf16_products = bf16_attention_on_pairs();  // q, k, v hold bf16 numbers
   return s;
 }
 
@@ -184,7 +184,7 @@ inline void attention(const attention_args<float, bf16>& a) {
   const std::size_t per = nq * dk + nk * dk + nk * dv + nq * dv;
   const double flops = 2.0 * double(nb) * double(nq) * double(nk) * double(dk + dv);
   using kernel = detail::attention_kernel<float, best_gemm_arch>;
-  const bool in_place = kernel::dot_arch && nq > kernel::few_rows;
+  const bool in_place = kernel::dot_arch && bf16_attention_on_pairs() && nq > kernel::few_rows;
   detail::for_each_batch_index(nb, flops, true, [&](std::size_t bi) {
     float* q = detail::bf16_attention_scratch(per);
     float* k = q + nq * dk;

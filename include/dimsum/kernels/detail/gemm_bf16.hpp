@@ -46,17 +46,36 @@
 #include "dimsum/kernels/simd.hpp"
 #include "dimsum/kernels/threads.hpp"
 
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#endif
+
 // The AMX path: the tile instructions, on Linux (the process asks the kernel
 // for the tile registers), with the AVX-512 the store and packing use.
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__) && defined(__AVX512F__) && \
     defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__linux__)
 #define DIMSUM_DETAIL_AMX_BF16 1
-#include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #else
 #define DIMSUM_DETAIL_AMX_BF16 0
 #endif
+
+namespace dimsum::kernels::detail {
+
+/// Whether the CPU reports AMX-BF16 and AMX-TILE (cpuid leaf 7), whatever
+/// this translation unit is compiled for.
+inline bool cpu_has_amx_bf16() noexcept {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (edx & (1u << 22)) != 0 && (edx & (1u << 24)) != 0;  // AMX-BF16, AMX-TILE
+#else
+  return false;
+#endif
+}
+
+}  // namespace dimsum::kernels::detail
 
 namespace dimsum::kernels {
 
@@ -91,9 +110,7 @@ struct amx_bf16_arch {
   static bool available() noexcept {
 #if DIMSUM_DETAIL_AMX_BF16
     static const bool granted = [] {
-      unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-      if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-      if ((edx & (1u << 22)) == 0 || (edx & (1u << 24)) == 0) return false;  // AMX-BF16, AMX-TILE
+      if (!detail::cpu_has_amx_bf16()) return false;
       constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
       return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
     }();
