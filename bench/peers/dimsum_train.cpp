@@ -96,11 +96,11 @@ int main(int argc, char** argv) {
   const bench::peer_args args = bench::parse_args(argc, argv);
   if (!args.ok) return 2;
   // bf16: the contractions on AMX tiles where the CPU has them, else on vdpbf16ps where compiled in,
-  // the attention's products, forward and backward, on vdpbf16ps where compiled in; the softmax
-  // arithmetic in float
+  // the attention's products, forward and backward, on vdpbf16ps where bf16_attention_on_pairs() (else
+  // in float); the softmax arithmetic in float
   if (mixed && dimsum::kernels::avx512_bf16_arch::supported())
-    std::printf("kernel=dimsum %s GEMM, avx512bf16 attention, %s softmax\n", dimsum::kernels::bf16_gemm_kernel(),
-                dimsum::kernel_isa());
+    std::printf("kernel=dimsum %s GEMM, %s attention, %s softmax\n", dimsum::kernels::bf16_gemm_kernel(),
+                dimsum::kernels::bf16_attention_on_pairs() ? "avx512bf16" : dimsum::kernel_isa(), dimsum::kernel_isa());
   else
     std::printf("kernel=dimsum %s\n", dimsum::kernel_isa());
   const bench::attention_shape s = args.shape;

@@ -179,8 +179,8 @@ int main(int argc, char** argv) {
   }
   const bench::attention_shape s = args.shape;
   if (bf16_mode) {
-    // the bf16 attention's products: vdpbf16ps in the forward where compiled in; the backward's in float
-    const bool dot = dimsum::kernels::avx512_bf16_arch::supported();
+    // the bf16 attention's products: vdpbf16ps, forward and backward, where bf16_attention_on_pairs()
+    const bool dot = dimsum::kernels::bf16_attention_on_pairs();
     std::printf("kernel=dimsum %s\n", dot ? "avx512bf16 forward and backward" : dimsum::kernel_isa());
     return run_bf16(args, train_mode);
   }
