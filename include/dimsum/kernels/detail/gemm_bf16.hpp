@@ -165,6 +165,14 @@ struct bf16_gemm_path {
 
 #if defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512BW__)
 
+/// The permutex2var index that interleaves the first 16 words of two
+/// vectors into 16 pairs (word 2x from the first, 2x + 1 from the second);
+/// plus 16, the next 16 words of each.
+inline __m512i interleave16_index() noexcept {
+  return _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35,
+                          3, 34, 2, 33, 1, 32, 0);
+}
+
 /// The MR x (16 NV) micro-kernel on bf16 pairs: per pair of k, NV vectors of
 /// B (16 columns x 2 k each) and one broadcast pair of A per row, `vdpbf16ps`
 /// into MR x NV float accumulators. The store does what the float
@@ -362,8 +370,7 @@ struct bf16_gemm_path<avx512_bf16_arch> {
         if (s1) {
           s1 += x_off[0];
           // 32 columns of two rows at a time, interleaved by one permute each half.
-          const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
-                                              38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+          const __m512i lo = interleave16_index();
           const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
           for (; x + 32 <= width; x += 32) {
             const __m512i r0 = _mm512_loadu_si512(s0 + x), r1 = _mm512_loadu_si512(s1 + x);
@@ -501,8 +508,7 @@ struct bf16_gemm_path<amx_bf16_arch> {
       // gradients): per 16 rows, each pair of k's two rows of A interleaved
       // into 16 words (row x: its two values), and the 16 x 16 words
       // transposed (row x: its 16 pairs, 32 values of k).
-      const __m512i interleave = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
-                                                  38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+      const __m512i interleave = interleave16_index();
       for (std::size_t x0 = 0; x0 < R; x0 += 16) {
         const std::size_t rows = width > x0 ? std::min<std::size_t>(16, width - x0) : 0;
         const __mmask16 m = rows == 16 ? __mmask16(0xffff) : __mmask16((1u << rows) - 1);
